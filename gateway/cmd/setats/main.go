@@ -1,0 +1,106 @@
+// Command setats is the Setats gateway binary.
+//
+//	setats serve [flags]   start a gateway (every flag optional; each also read from SETATS_<FLAG>)
+//	setats version         print the version
+//
+// `setats serve` runs until SIGTERM or SIGINT, then shuts down gracefully (in-flight writes are
+// drained, stores closed) and exits 0. Flags: see `setats serve -h` and gateway/README.md.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/setats/setats/gateway"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+const usage = `usage: setats <command> [flags]
+
+commands:
+  serve     start a gateway (Arrow Flight, admin HTTP, NATS); 'setats serve -h' lists the flags
+  version   print the version
+`
+
+// run executes the command line args and returns the process exit code.
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "version", "--version", "-version":
+		fmt.Fprintf(stdout, "setats %s\n", gateway.Version)
+		return 0
+	case "serve":
+		return serve(args[1:], stderr)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	fmt.Fprintf(stderr, "setats: unknown command %q\n\n%s", args[0], usage)
+	return 2
+}
+
+// serve parses the flags (then the SETATS_* environment), starts the gateway and waits for
+// SIGTERM/SIGINT.
+func serve(args []string, stderr io.Writer) int {
+	var opts gateway.Options
+	fs := flag.NewFlagSet("setats serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	opts.RegisterFlags(fs)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: setats serve [flags]\n\nEvery flag may also be set by its environment variable, e.g. --flight-addr by %s.\n\n", gateway.EnvName("flight-addr"))
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "setats serve: unexpected arguments %q\n", fs.Args())
+		return 2
+	}
+	if err := gateway.ApplyEnv(fs, nil); err != nil {
+		fmt.Fprintf(stderr, "setats serve: %v\n", err)
+		return 2
+	}
+	// Signals are caught before Start so that a SIGTERM during start-up still shuts down cleanly.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	defer signal.Stop(sigs)
+
+	s, err := gateway.NewServer(opts)
+	if err != nil {
+		fmt.Fprintf(stderr, "setats serve: %v\n", err)
+		return 2
+	}
+	if err := s.Start(); err != nil {
+		fmt.Fprintf(stderr, "setats serve: %v\n", err)
+		return 1
+	}
+	select {
+	case sig := <-sigs:
+		s.Logger().Info("signal received; shutting down", "signal", sig.String())
+		go func() {
+			// A second signal while draining stops at once.
+			if sig2, ok := <-sigs; ok {
+				s.Logger().Warn("second signal; exiting without draining", "signal", sig2.String())
+				os.Exit(1)
+			}
+		}()
+		s.Shutdown()
+	case <-s.Done():
+	}
+	return 0
+}

@@ -1,0 +1,211 @@
+package gateway
+
+import (
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/setats/setats/gateway/row"
+	"github.com/setats/setats/gateway/store"
+	"github.com/setats/setats/proto/setatspb"
+)
+
+// DoGet streams one bucket's changelog from the position in a ChangelogTicket (SPEC section 5,
+// proto ChangelogTicket). The schema is row.ChangelogSchema (reserved columns, then the table's
+// columns; metadata setats.partition and setats.bucket). Record batches hold at most
+// max_batch_rows rows (DefaultMaxBatchRows when <= 0).
+//
+// follow=false ends the stream at the bucket's end offset as of the call. follow=true keeps it
+// open: when the reader has caught up it waits on store.Table.Wait (no polling) and sends rows as
+// soon as they are durable; the stream then ends when the client cancels (nil), the table is
+// dropped (NotFound) or the gateway shuts down (Unavailable). Before it first waits, the stream
+// sends an empty record batch so that clients get the schema at once.
+//
+// Errors: NotFound (table), InvalidArgument (bucket out of range, bad partition), OutOfRange (a
+// start offset removed by retention, naming the bucket and the removed offsets, or above the end
+// offset).
+func (f *flightService) DoGet(tkt *flight.Ticket, stream flight.FlightService_DoGetServer) error {
+	s := f.s
+	t := &setatspb.ChangelogTicket{}
+	if _, err := decodeMsg(tkt.GetTicket(), t, "ChangelogTicket"); err != nil {
+		return err
+	}
+	if err := s.checkCatalog(t.GetCatalog()); err != nil {
+		return err
+	}
+	ot, err := s.openTable(t.GetDatabase(), t.GetTable())
+	if err != nil {
+		return err
+	}
+	if err := checkBucket(ot.tbl, t.GetPartition(), t.GetBucket()); err != nil {
+		return err
+	}
+	id := store.BucketID{Partition: t.GetPartition(), Bucket: t.GetBucket()}
+	where := bucketName(ot.label, id)
+
+	// Resolve the start.
+	var next, end int64
+	skipBeforeMs := int64(-1) // with a timestamp start, rows committed before it are skipped
+	err = ot.use(s, func(st *storeTable) error {
+		bo := offsetsOf(st, id)
+		end = bo.EndOffset
+		switch start := t.GetStart().(type) {
+		case *setatspb.ChangelogTicket_Offset:
+			next = start.Offset
+			if next < bo.StartOffset {
+				return expiredError(where, next, bo.StartOffset)
+			}
+			if next > bo.EndOffset {
+				return status.Errorf(codes.OutOfRange, "%s: start offset %d is beyond the end offset %d", where, next, bo.EndOffset)
+			}
+		case *setatspb.ChangelogTicket_TimestampMs:
+			off, _, err := st.OffsetForTimestamp(id, start.TimestampMs)
+			if err != nil {
+				return statusOr(err, codes.Internal, "%s: offset for timestamp %d", where, start.TimestampMs)
+			}
+			next = off
+			skipBeforeMs = start.TimestampMs
+		case *setatspb.ChangelogTicket_Position:
+			if start.Position == setatspb.StartPosition_LATEST {
+				next = bo.EndOffset
+			} else {
+				next = bo.StartOffset
+			}
+		default:
+			next = bo.StartOffset
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+
+	maxRows := int(t.GetMaxBatchRows())
+	if maxRows <= 0 {
+		maxRows = DefaultMaxBatchRows
+	}
+	follow := t.GetFollow()
+	schema := row.ChangelogSchema(ot.tbl, id.Partition, id.Bucket)
+	w := flight.NewRecordWriter(stream, ipc.WithSchema(schema), ipc.WithAllocator(s.mem))
+	defer w.Close()
+	bld := row.NewChangelogBuilder(s.mem, ot.tbl, schema)
+	defer bld.Release()
+
+	s.metrics.openStreams.Inc()
+	defer s.metrics.openStreams.Dec()
+	rowsRead := s.metrics.readCounters(ot.label)
+	var kinds [4]int
+	ctx := stream.Context()
+	var buf []store.Entry
+	sent := false
+	for {
+		if !follow && next >= end {
+			return nil
+		}
+		limit := maxRows
+		if !follow && end-next < int64(limit) {
+			limit = int(end - next)
+		}
+		var wait <-chan struct{}
+		err := ot.use(s, func(st *storeTable) error {
+			var err error
+			buf, err = st.Read(id, next, limit, buf[:0])
+			if err != nil {
+				// OutOfRange when retention removed rows ahead of this reader: the store's message
+				// names the bucket and the removed offsets (SPEC section 5: never skip silently).
+				return statusOr(err, codes.Internal, "%s: read from offset %d", where, next)
+			}
+			if len(buf) == 0 && follow {
+				wait = st.Wait(id, next)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if len(buf) > 0 {
+			next = buf[len(buf)-1].Offset + 1
+			for i := range buf {
+				e := &buf[i]
+				if skipBeforeMs >= 0 {
+					if e.CommitMs < skipBeforeMs {
+						continue
+					}
+					skipBeforeMs = -1 // commit times are non-decreasing per bucket
+				}
+				if err := bld.Append(e.Kind, e.Offset, e.CommitMs, e.Row); err != nil {
+					return err
+				}
+				kinds[e.Kind&3]++
+			}
+			if bld.Len() == 0 && sent {
+				continue
+			}
+			rec := bld.NewRecordBatch()
+			err := w.Write(rec)
+			rec.Release()
+			if err != nil {
+				return err
+			}
+			sent = true
+			for k, n := range kinds {
+				if n > 0 {
+					rowsRead[k].Add(float64(n))
+					kinds[k] = 0
+				}
+			}
+			continue
+		}
+		if !follow {
+			// Read returned nothing below the end offset (it reports removed rows as OutOfRange).
+			return nil
+		}
+		if !sent {
+			rec := bld.NewRecordBatch() // empty: delivers the schema before waiting
+			err := w.Write(rec)
+			rec.Release()
+			if err != nil {
+				return err
+			}
+			sent = true
+		}
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return nil
+		case <-ot.gone:
+			if s.shuttingDown.Load() {
+				return status.Errorf(codes.Unavailable, "%s: gateway is shutting down", where)
+			}
+			return status.Errorf(codes.NotFound, "table %s was dropped", ot.label)
+		case <-s.quit:
+			return status.Errorf(codes.Unavailable, "%s: gateway is shutting down", where)
+		}
+	}
+}
+
+// bucketName names a bucket in errors: "table db.t partition "p" bucket 3" (no partition part for
+// an unpartitioned table).
+func bucketName(label string, id store.BucketID) string {
+	if id.Partition == "" {
+		return fmt.Sprintf("table %s bucket %d", label, id.Bucket)
+	}
+	return fmt.Sprintf("table %s partition %q bucket %d", label, id.Partition, id.Bucket)
+}
+
+// expiredError is the OutOfRange error of a start offset removed by retention (SPEC section 5: it
+// names the bucket and the removed range).
+func expiredError(where string, offset, startOffset int64) error {
+	return status.Errorf(codes.OutOfRange,
+		"%s: offset %d was removed by retention: offsets [0, %d) are gone; the oldest retained offset is %d",
+		where, offset, startOffset, startOffset)
+}
+
+// offsetsOf returns the offsets of bucket id (zero when it has no row yet).
+func offsetsOf(st *storeTable, id store.BucketID) store.BucketOffsets {
+	o, _ := st.Offsets(id)
+	return o
+}

@@ -1,0 +1,137 @@
+package gateway
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// metrics are the gateway's Prometheus series, all prefixed "setats_", on a registry of their own
+// (one per Server, so that several servers can run in one test process). The label "table" is
+// "<database>.<table>".
+type metrics struct {
+	reg *prometheus.Registry
+
+	rowsWritten    *prometheus.CounterVec   // table
+	rowsRead       *prometheus.CounterVec   // table, row_kind
+	changelogRows  *prometheus.CounterVec   // table
+	writeBatches   *prometheus.CounterVec   // table
+	writeErrors    *prometheus.CounterVec   // table, code
+	writeLatency   *prometheus.HistogramVec // table
+	openStreams    prometheus.Gauge
+	watchStreams   prometheus.Gauge
+	openTables     prometheus.Gauge
+	endOffset      *prometheus.GaugeVec // table, partition, bucket
+	startOffset    *prometheus.GaugeVec // table, partition, bucket
+	retentionRows  *prometheus.CounterVec
+	natsPublished  prometheus.Counter
+	natsPubErrors  prometheus.Counter
+	natsReconnects prometheus.Counter
+}
+
+func newMetrics() *metrics {
+	m := &metrics{reg: prometheus.NewRegistry()}
+	f := func(c prometheus.Collector) { m.reg.MustRegister(c) }
+	m.rowsWritten = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "setats_rows_written_total",
+		Help: "Rows received by DoPut and applied, per table.",
+	}, []string{"table"})
+	m.rowsRead = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "setats_rows_read_total",
+		Help: "Changelog rows sent by DoGet, per table and RowKind (+I, -U, +U, -D).",
+	}, []string{"table", "row_kind"})
+	m.changelogRows = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "setats_changelog_rows_total",
+		Help: "Changelog rows produced by the merge of DoPut batches, per table.",
+	}, []string{"table"})
+	m.writeBatches = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "setats_write_batches_total",
+		Help: "Record batches applied by DoPut, per table.",
+	}, []string{"table"})
+	m.writeErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "setats_write_errors_total",
+		Help: "Record batches rejected by DoPut, per table and gRPC code.",
+	}, []string{"table", "code"})
+	m.writeLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "setats_write_latency_seconds",
+		Help:    "Time from a record batch's arrival to its durable commit, in seconds.",
+		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
+	}, []string{"table"})
+	m.openStreams = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "setats_changelog_streams_open",
+		Help: "DoGet changelog streams currently open.",
+	})
+	m.watchStreams = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "setats_watch_streams_open",
+		Help: "watch action streams currently open.",
+	})
+	m.openTables = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "setats_tables_open",
+		Help: "Tables whose store is open.",
+	})
+	m.endOffset = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "setats_bucket_end_offset",
+		Help: "Offset the next changelog row of the bucket will get, per open table.",
+	}, []string{"table", "partition", "bucket"})
+	m.startOffset = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "setats_bucket_start_offset",
+		Help: "Oldest changelog offset the bucket still retains, per open table.",
+	}, []string{"table", "partition", "bucket"})
+	m.retentionRows = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "setats_retention_removed_rows_total",
+		Help: "Changelog rows removed by retention, per table.",
+	}, []string{"table"})
+	m.natsPublished = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "setats_nats_published_total",
+		Help: "Notifications published on NATS.",
+	})
+	m.natsPubErrors = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "setats_nats_publish_errors_total",
+		Help: "Notifications that could not be published on NATS (logged and dropped; SPEC section 1).",
+	})
+	m.natsReconnects = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "setats_nats_reconnects_total",
+		Help: "Reconnections of the gateway's NATS connection.",
+	})
+	for _, c := range []prometheus.Collector{m.rowsWritten, m.rowsRead, m.changelogRows, m.writeBatches,
+		m.writeErrors, m.writeLatency, m.openStreams, m.watchStreams, m.openTables, m.endOffset,
+		m.startOffset, m.retentionRows, m.natsPublished, m.natsPubErrors, m.natsReconnects} {
+		f(c)
+	}
+	f(collectors.NewGoCollector())
+	f(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// tableLabel is the value of the "table" label.
+func tableLabel(db, table string) string { return db + "." + table }
+
+func (m *metrics) observeWrite(table string, rows, changelogRows int64, d time.Duration) {
+	m.rowsWritten.WithLabelValues(table).Add(float64(rows))
+	m.changelogRows.WithLabelValues(table).Add(float64(changelogRows))
+	m.writeBatches.WithLabelValues(table).Inc()
+	m.writeLatency.WithLabelValues(table).Observe(d.Seconds())
+}
+
+func (m *metrics) setBucketOffsets(table, partition string, bucket int32, start, end int64) {
+	b := strconv.Itoa(int(bucket))
+	m.startOffset.WithLabelValues(table, partition, b).Set(float64(start))
+	m.endOffset.WithLabelValues(table, partition, b).Set(float64(end))
+}
+
+// forgetTable removes the per-bucket series of a closed or dropped table.
+func (m *metrics) forgetTable(table string) {
+	m.startOffset.DeletePartialMatch(prometheus.Labels{"table": table})
+	m.endOffset.DeletePartialMatch(prometheus.Labels{"table": table})
+}
+
+// readCounters returns the setats_rows_read_total counters of a table, indexed by RowKind value.
+func (m *metrics) readCounters(table string) [4]prometheus.Counter {
+	var out [4]prometheus.Counter
+	for k, name := range [4]string{"+I", "-U", "+U", "-D"} {
+		out[k] = m.rowsRead.WithLabelValues(table, name)
+	}
+	return out
+}

@@ -1,0 +1,71 @@
+package gateway
+
+import (
+	"time"
+)
+
+// retentionLoop runs RunRetention every Options.RetentionInterval until Shutdown.
+func (s *Server) retentionLoop() {
+	t := time.NewTicker(s.opts.RetentionInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.quit:
+			return
+		case <-t.C:
+			s.RunRetention()
+		}
+	}
+}
+
+// RunRetention removes, in every open table, the changelog rows older than the table's
+// changelog.retention.ms (else --changelog-retention) as of Options.Clock (SPEC section 4), and
+// returns the number of rows removed. Tables whose store is not open are handled once opened.
+// The retention loop calls it; tests call it directly with a fake clock.
+func (s *Server) RunRetention() int64 {
+	if s.tables == nil {
+		return 0
+	}
+	now := s.opts.Clock()
+	var total int64
+	for _, ot := range s.tables.list() {
+		var removed int64
+		err := ot.use(s, func(st *storeTable) error {
+			var err error
+			removed, err = st.ApplyRetention(now)
+			if err != nil {
+				return err
+			}
+			for _, b := range st.Buckets() {
+				s.metrics.setBucketOffsets(ot.label, b.Partition, b.Bucket, b.StartOffset, b.EndOffset)
+			}
+			return nil
+		})
+		if err != nil {
+			s.log.Warn("retention failed", "table", ot.label, "err", err)
+			continue
+		}
+		if removed > 0 {
+			s.metrics.retentionRows.WithLabelValues(ot.label).Add(float64(removed))
+			s.log.Debug("retention removed changelog rows", "table", ot.label, "rows", removed)
+		}
+		total += removed
+	}
+	s.removeDroppedData()
+	return total
+}
+
+// removeDroppedData retries RemoveData for dropped tables whose data is still there (drop-table
+// logs when RemoveData fails; a crash between drop and removal is finished by catalog.Open).
+func (s *Server) removeDroppedData() {
+	s.removeMu.Lock()
+	defer s.removeMu.Unlock()
+	for _, t := range s.cat.DroppedTables() {
+		if s.tables.isOpen(t.Info.GetTableId()) { // drop-table is closing it and removes it next
+			continue
+		}
+		if err := s.cat.RemoveData(t); err != nil {
+			s.log.Warn("remove data of dropped table", "table", tableLabel(t.Database, t.Name), "location", t.Location, "err", err)
+		}
+	}
+}

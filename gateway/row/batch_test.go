@@ -1,0 +1,182 @@
+package row
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/setats/setats/merge"
+	"google.golang.org/grpc/codes"
+)
+
+// fullRow is a row of allTypes with every column set.
+func fullRow(id int32, k string) merge.Row {
+	return merge.Row{
+		id, k, true, int8(-3), int16(300), int64(1) << 40, float32(1.5), -2.25,
+		decimal128.FromI64(-1234), "abc", "héllo", []byte{0, 1, 2}, arrow.Date32(20786), arrow.Time32(36000123),
+		arrow.Timestamp(1_795_946_400_123_456_789), arrow.Timestamp(1_795_946_400_123), arrow.Timestamp(-1),
+	}
+}
+
+func TestDecodeAllTypes(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	tbl := allTypes()
+	fields := append([]arrow.Field{{Name: ColRowKind, Type: arrow.PrimitiveTypes.Int8}}, tbl.Schema.Fields()...)
+	schema := arrow.NewSchema(fields, nil)
+	want := []merge.Row{fullRow(1, "a"), fullRow(2, ""), {int32(3), "z", nil, nil, nil, int64(7), nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil}}
+	kinds := []merge.RowKind{merge.Insert, merge.Delete, merge.UpdateBefore}
+	var rows [][]any
+	for i, r := range want {
+		rows = append(rows, append([]any{kinds[i]}, r...))
+	}
+	rec := buildRecord(t, mem, schema, rows)
+	b, err := Decode(tbl, rec)
+	rec.Release() // the batch must not point into Arrow memory
+	if err != nil {
+		t.Fatal(err)
+	}
+	for c, d := range b.Declared {
+		if !d {
+			t.Errorf("column %d not declared", c)
+		}
+	}
+	if err := b.Validate(tbl); err != nil {
+		t.Fatal(err)
+	}
+	for i := range want {
+		if b.Kinds[i] != kinds[i] {
+			t.Errorf("row %d: kind %s, want %s", i, b.Kinds[i], kinds[i])
+		}
+		if !merge.RowEqual(b.Rows[i], want[i]) {
+			t.Errorf("row %d:\n got %v\nwant %v", i, b.Rows[i], want[i])
+		}
+	}
+}
+
+func TestDecodeSubsetWithoutRowKind(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	tbl := allTypes()
+	// Columns in another order than the table's, and a slice of a larger record.
+	schema := arrow.NewSchema([]arrow.Field{field(tbl, "c_str"), field(tbl, "k"), field(tbl, "id"), field(tbl, "c_bin")}, nil)
+	rec := buildRecord(t, mem, schema, [][]any{
+		{"skip", "x", int32(0), nil},
+		{"s1", "k1", int32(1), []byte("b1")},
+		{nil, "k2", int32(2), []byte{}},
+	})
+	sliced := rec.NewSlice(1, 3)
+	rec.Release()
+	b, err := Decode(tbl, sliced)
+	sliced.Release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantDeclared := map[string]bool{"c_str": true, "k": true, "id": true, "c_bin": true}
+	for c, col := range tbl.Columns {
+		if b.Declared[c] != wantDeclared[col.Name] {
+			t.Errorf("declared[%s] = %v", col.Name, b.Declared[c])
+		}
+	}
+	if len(b.Rows) != 2 {
+		t.Fatalf("got %d rows", len(b.Rows))
+	}
+	for i, k := range b.Kinds {
+		if k != merge.UpdateAfter {
+			t.Errorf("row %d kind %s, want +U", i, k)
+		}
+	}
+	r0, r1 := b.Rows[0], b.Rows[1]
+	if r0[0] != int32(1) || r0[1] != "k1" || r0[10] != "s1" || string(r0[11].([]byte)) != "b1" || r0[2] != nil || r0[5] != nil {
+		t.Errorf("row 0 = %v", r0)
+	}
+	if r1[10] != nil || r1[11] == nil || len(r1[11].([]byte)) != 0 {
+		t.Errorf("row 1 = %v", r1)
+	}
+	// Byte values must not share capacity: appending to one must not clobber the next.
+	_ = append(r0[11].([]byte), 'X')
+	if got := r1[11].([]byte); len(got) != 0 {
+		t.Errorf("append clobbered next value")
+	}
+}
+
+func TestDecodeErrors(t *testing.T) {
+	tbl := allTypes()
+	kindF := arrow.Field{Name: ColRowKind, Type: arrow.PrimitiveTypes.Int8}
+	id, k, big := field(tbl, "id"), field(tbl, "k"), field(tbl, "c_big")
+	str := field(tbl, "c_str")
+	tests := []struct {
+		name   string
+		fields []arrow.Field
+		rows   [][]any
+		want   []string // substrings of the message
+	}{
+		{"unknown column", []arrow.Field{id, k, {Name: "nope", Type: arrow.BinaryTypes.String}}, [][]any{{int32(1), "a", "x"}}, []string{"db.all_types", `"nope"`, "unknown"}},
+		{"duplicate column", []arrow.Field{id, k, str, str}, [][]any{{int32(1), "a", "x", "y"}}, []string{`"c_str"`, "duplicate"}},
+		{"duplicate row kind", []arrow.Field{kindF, id, k, kindF}, [][]any{{int8(0), int32(1), "a", int8(0)}}, []string{`"_row_kind"`, "duplicate"}},
+		{"reserved column", []arrow.Field{id, k, {Name: "_offset", Type: arrow.PrimitiveTypes.Int64}}, [][]any{{int32(1), "a", int64(0)}}, []string{`"_offset"`, "reserved"}},
+		{"wrong type", []arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}, k}, [][]any{{int64(1), "a"}}, []string{`"id"`, "int32", "int64"}},
+		{"wrong timestamp unit", []arrow.Field{id, k, {Name: "c_ts", Type: &arrow.TimestampType{Unit: arrow.Microsecond}}}, [][]any{{int32(1), "a", arrow.Timestamp(1)}}, []string{`"c_ts"`, "timestamp[ns]"}},
+		{"ltz without zone", []arrow.Field{id, k, {Name: "c_ltz", Type: &arrow.TimestampType{Unit: arrow.Microsecond}}}, [][]any{{int32(1), "a", arrow.Timestamp(1)}}, []string{`"c_ltz"`, "UTC"}},
+		{"missing key column", []arrow.Field{id, str}, [][]any{{int32(1), "x"}}, []string{`"k"`, "missing primary-key"}},
+		{"null key", []arrow.Field{id, k}, [][]any{{int32(1), "a"}, {int32(2), "b"}, {nil, "c"}}, []string{`"id"`, "row 2", "primary-key"}},
+		{"null not-null column", []arrow.Field{id, k, big}, [][]any{{int32(1), "a", int64(1)}, {int32(2), "b", nil}}, []string{`"c_big"`, "row 1", "NOT NULL"}},
+		{"row kind not int8", []arrow.Field{{Name: ColRowKind, Type: arrow.PrimitiveTypes.Int32}, id, k}, [][]any{{int32(0), int32(1), "a"}}, []string{`"_row_kind"`, "int8"}},
+		{"row kind out of range", []arrow.Field{kindF, id, k}, [][]any{{int8(0), int32(1), "a"}, {int8(4), int32(2), "b"}}, []string{`"_row_kind"`, "row 1", "4"}},
+		{"negative row kind", []arrow.Field{kindF, id, k}, [][]any{{int8(-1), int32(1), "a"}}, []string{"row 0", "-1"}},
+		{"null row kind", []arrow.Field{kindF, id, k}, [][]any{{nil, int32(1), "a"}}, []string{`"_row_kind"`, "row 0", "null"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			defer mem.AssertSize(t, 0)
+			rec := buildRecord(t, mem, arrow.NewSchema(tc.fields, nil), tc.rows)
+			defer rec.Release()
+			b, err := Decode(tbl, rec)
+			if b != nil {
+				t.Errorf("got a batch with an error")
+			}
+			wantCode(t, err, codes.InvalidArgument)
+			for _, s := range tc.want {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("error %q does not contain %q", err, s)
+				}
+			}
+		})
+	}
+}
+
+func TestValidate(t *testing.T) {
+	tbl := allTypes()
+	ok := fullRow(1, "a")
+	tests := []struct {
+		name  string
+		batch Batch
+		want  string // "" = valid
+	}{
+		{"valid", Batch{Kinds: []merge.RowKind{merge.Insert}, Rows: []merge.Row{ok}}, ""},
+		{"short row", Batch{Kinds: []merge.RowKind{merge.Insert}, Rows: []merge.Row{ok[:3]}}, "row 0 has 3 values"},
+		{"kinds mismatch", Batch{Kinds: nil, Rows: []merge.Row{ok}}, "row kinds"},
+		{"bad kind", Batch{Kinds: []merge.RowKind{9}, Rows: []merge.Row{ok}}, "invalid row kind 9"},
+		{"wrong go type", Batch{Kinds: []merge.RowKind{merge.Insert}, Rows: []merge.Row{append(merge.Row{int64(1)}, ok[1:]...)}}, `column "id" row 0`},
+		{"null key", Batch{Kinds: []merge.RowKind{merge.Insert}, Rows: []merge.Row{append(merge.Row{nil}, ok[1:]...)}}, "primary-key"},
+		{"undeclared key", Batch{Declared: make([]bool, len(tbl.Columns)), Kinds: []merge.RowKind{merge.Insert}, Rows: []merge.Row{ok}}, "missing primary-key"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.batch.Validate(tbl)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			wantCode(t, err, codes.InvalidArgument)
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q does not contain %q", err, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,158 @@
+package row
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/setats/setats/catalog"
+	"github.com/setats/setats/merge"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// Schema metadata keys of the DoGet changelog stream (proto/README.md).
+const (
+	// MetaPartition holds the partition name of the stream's bucket.
+	MetaPartition = "setats.partition"
+	// MetaBucket holds the bucket number, in decimal.
+	MetaBucket = "setats.bucket"
+)
+
+// CommitTimestampType is the Arrow type of `_commit_timestamp`: timestamp[ms, tz=UTC].
+var CommitTimestampType = &arrow.TimestampType{Unit: arrow.Millisecond, TimeZone: "UTC"}
+
+// ChangelogSchema returns the Arrow schema of one bucket's changelog stream (DoGet,
+// proto/README.md): `_row_kind` int8, `_offset` int64, `_commit_timestamp` timestamp[ms, UTC]
+// (all not null), then the table's columns in table order as in tbl.Schema (with their
+// `setats.flink_type` field metadata), and schema metadata `setats.partition` = partition and
+// `setats.bucket` = bucket in decimal.
+func ChangelogSchema(tbl *catalog.Table, partition string, bucket int32) *arrow.Schema {
+	fields := make([]arrow.Field, 0, 3+len(tbl.Columns))
+	fields = append(fields,
+		arrow.Field{Name: ColRowKind, Type: arrow.PrimitiveTypes.Int8},
+		arrow.Field{Name: ColOffset, Type: arrow.PrimitiveTypes.Int64},
+		arrow.Field{Name: ColCommitTimestamp, Type: CommitTimestampType},
+	)
+	if tbl.Schema != nil {
+		fields = append(fields, tbl.Schema.Fields()...)
+	} else {
+		isKey := make(map[int]bool, len(tbl.PrimaryKey))
+		for _, c := range tbl.PrimaryKey {
+			isKey[c] = true
+		}
+		for c, col := range tbl.Columns {
+			fields = append(fields, arrow.Field{Name: col.Name, Type: col.Type.ArrowType(), Nullable: !col.NotNull && !isKey[c]})
+		}
+	}
+	md := arrow.NewMetadata([]string{MetaPartition, MetaBucket}, []string{partition, strconv.Itoa(int(bucket))})
+	return arrow.NewSchema(fields, &md)
+}
+
+// ChangelogBuilder accumulates changelog rows of one bucket and turns them into Arrow record
+// batches of ChangelogSchema. It is not safe for concurrent use. Call Release when done.
+type ChangelogBuilder struct {
+	tbl    *catalog.Table
+	rb     *array.RecordBuilder
+	kind   *array.Int8Builder
+	offset *array.Int64Builder
+	commit *array.TimestampBuilder
+	cols   []func(v any) bool // appends one non-null value; false when its Go type does not fit
+}
+
+// NewChangelogBuilder returns a builder for schema, which must be ChangelogSchema(tbl, ...).
+// Arrow memory comes from mem.
+func NewChangelogBuilder(mem memory.Allocator, tbl *catalog.Table, schema *arrow.Schema) *ChangelogBuilder {
+	rb := array.NewRecordBuilder(mem, schema)
+	b := &ChangelogBuilder{
+		tbl:    tbl,
+		rb:     rb,
+		kind:   rb.Field(0).(*array.Int8Builder),
+		offset: rb.Field(1).(*array.Int64Builder),
+		commit: rb.Field(2).(*array.TimestampBuilder),
+		cols:   make([]func(any) bool, len(tbl.Columns)),
+	}
+	for c := range tbl.Columns {
+		b.cols[c] = valueAppender(rb.Field(3 + c))
+	}
+	return b
+}
+
+// valueAppender returns a function appending one non-null row value to fb.
+func valueAppender(fb array.Builder) func(any) bool {
+	switch b := fb.(type) {
+	case *array.BooleanBuilder:
+		return appender(b.Append)
+	case *array.Int8Builder:
+		return appender(b.Append)
+	case *array.Int16Builder:
+		return appender(b.Append)
+	case *array.Int32Builder:
+		return appender(b.Append)
+	case *array.Int64Builder:
+		return appender(b.Append)
+	case *array.Float32Builder:
+		return appender(b.Append)
+	case *array.Float64Builder:
+		return appender(b.Append)
+	case *array.Decimal128Builder:
+		return appender[decimal128.Num](b.Append)
+	case *array.StringBuilder:
+		return appender(b.Append)
+	case *array.BinaryBuilder:
+		return appender(b.Append)
+	case *array.Date32Builder:
+		return appender(b.Append)
+	case *array.Time32Builder:
+		return appender(b.Append)
+	case *array.TimestampBuilder:
+		return appender(b.Append)
+	}
+	return func(any) bool { return false }
+}
+
+func appender[T any](app func(T)) func(any) bool {
+	return func(v any) bool {
+		x, ok := v.(T)
+		if ok {
+			app(x)
+		}
+		return ok
+	}
+}
+
+// Append adds one changelog row: its kind, offset, commit time (ms since epoch) and the full
+// row (table column order, nil = null). A value whose Go type does not fit its column is a
+// codes.Internal status error; the builder is then unusable (Release it).
+func (b *ChangelogBuilder) Append(kind merge.RowKind, offset, commitMs int64, r merge.Row) error {
+	if len(r) != len(b.cols) {
+		return status.Errorf(codes.Internal, "table %s: changelog row at offset %d has %d values, the table %d columns", b.tbl.QualifiedName(), offset, len(r), len(b.cols))
+	}
+	b.kind.Append(int8(kind))
+	b.offset.Append(offset)
+	b.commit.Append(arrow.Timestamp(commitMs))
+	for c, v := range r {
+		if v == nil {
+			b.rb.Field(3 + c).AppendNull()
+			continue
+		}
+		if !b.cols[c](v) {
+			return status.Errorf(codes.Internal, "table %s: changelog row at offset %d: column %q: %v", b.tbl.QualifiedName(), offset, b.tbl.Columns[c].Name,
+				fmt.Errorf("value of Go type %T does not fit type %s", v, b.tbl.Columns[c].Type))
+		}
+	}
+	return nil
+}
+
+// Len returns the number of rows appended since the last NewRecordBatch.
+func (b *ChangelogBuilder) Len() int { return b.kind.Len() }
+
+// NewRecordBatch returns the rows appended so far as a record batch (the caller releases it) and
+// resets the builder for the next batch.
+func (b *ChangelogBuilder) NewRecordBatch() arrow.RecordBatch { return b.rb.NewRecordBatch() }
+
+// Release frees the builder's memory.
+func (b *ChangelogBuilder) Release() { b.rb.Release() }

@@ -1,0 +1,185 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cockroachdb/datadriven"
+	"github.com/setats/setats/merge"
+	"google.golang.org/grpc/status"
+)
+
+// TestDataDriven runs the files in testdata/ (SPEC cases M1-M12, R1 and more, through the store).
+// Commands:
+//
+//	table [engine=E] [buckets=N] [part=cols] [option=value ...]   input: "cols", then "pk=cols"
+//	write [cols=c1,c2] [at=MS]      input: rows "KIND(v,...)", one batch; prints the commit or error
+//	changelog                       every bucket's retained changelog
+//	state                           the stored rows
+//	offset-for ts=MS [bucket=N]     OffsetForTimestamp
+//	read [bucket=N] from=OFF [max=N] Read
+//	retention now=MS                ApplyRetention
+//	buckets                         Buckets()
+//	reopen                          close and open the store again
+//	check                           checkFold
+func TestDataDriven(t *testing.T) {
+	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+		var st *Table
+		clock := &fakeClock{ms: 1}
+		defer func() {
+			if st != nil {
+				_ = st.Close()
+			}
+		}()
+		datadriven.RunTest(t, path, func(t *testing.T, td *datadriven.TestData) string {
+			bucketArg := func() BucketID {
+				id := BucketID{}
+				if td.HasArg("bucket") {
+					td.ScanArgs(t, "bucket", &id.Bucket)
+				}
+				if td.HasArg("partition") {
+					td.ScanArgs(t, "partition", &id.Partition)
+				}
+				return id
+			}
+			switch td.Cmd {
+			case "table":
+				engine, part := "", ""
+				var buckets int
+				options := map[string]string{}
+				for _, a := range td.CmdArgs {
+					switch a.Key {
+					case "engine":
+						engine = a.Vals[0]
+					case "buckets":
+						td.ScanArgs(t, "buckets", &buckets)
+					case "part":
+						part = strings.Join(a.Vals, ",")
+					default:
+						options[a.Key] = a.Vals[0]
+					}
+				}
+				lines := strings.Split(td.Input, "\n")
+				pk := strings.TrimPrefix(lines[1], "pk=")
+				name := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+				tbl := resolve(t, t.TempDir(), spec(strings.ReplaceAll(name, "-", "_"), lines[0], pk, part, int32(buckets), engine, options))
+				if st != nil {
+					_ = st.Close()
+				}
+				st = openTable(t, tbl, clock)
+				return ""
+			case "write":
+				var cols []string
+				if a, ok := td.Arg("cols"); ok {
+					cols = a.Vals
+				}
+				if td.HasArg("at") {
+					td.ScanArgs(t, "at", &clock.ms)
+				}
+				b, err := parseRows(st.tbl, cols, strings.Split(td.Input, "\n"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				c, err := st.Write(context.Background(), b)
+				if err != nil {
+					s := status.Convert(err)
+					return fmt.Sprintf("error %s: %s\n", s.Code(), s.Message())
+				}
+				var sb strings.Builder
+				fmt.Fprintf(&sb, "rows=%d changelog=%d commit=%d\n", c.Rows, c.ChangelogRows, c.CommitMs)
+				for _, o := range c.Buckets {
+					fmt.Fprintf(&sb, "bucket %q/%d [%d, %d) last=%d\n", o.Partition, o.Bucket, o.StartOffset, o.EndOffset, o.LastCommitMs)
+				}
+				for _, n := range c.NewBuckets {
+					fmt.Fprintf(&sb, "new bucket %q/%d\n", n.Partition, n.Bucket)
+				}
+				return sb.String()
+			case "changelog":
+				var sb strings.Builder
+				for _, b := range st.Buckets() {
+					es, err := st.Read(b.BucketID, b.StartOffset, 0, nil)
+					if err != nil {
+						return fmt.Sprintf("error: %v\n", err)
+					}
+					for _, e := range es {
+						fmt.Fprintf(&sb, "%q/%d @%d %s%s ts=%d\n", b.Partition, b.Bucket, e.Offset, e.Kind, formatRow(e.Row), e.CommitMs)
+					}
+				}
+				if sb.Len() == 0 {
+					return "(none)\n"
+				}
+				return sb.String()
+			case "state":
+				var sb strings.Builder
+				err := st.ScanState(func(id BucketID, r merge.Row) error {
+					fmt.Fprintf(&sb, "%q/%d %s\n", id.Partition, id.Bucket, formatRow(r))
+					return nil
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if sb.Len() == 0 {
+					return "(none)\n"
+				}
+				return sb.String()
+			case "offset-for":
+				var ts int64
+				td.ScanArgs(t, "ts", &ts)
+				off, resolved, err := st.OffsetForTimestamp(bucketArg(), ts)
+				if err != nil {
+					return fmt.Sprintf("error: %v\n", err)
+				}
+				return fmt.Sprintf("offset=%d resolved=%v\n", off, resolved)
+			case "read":
+				var from int64
+				max := 0
+				td.ScanArgs(t, "from", &from)
+				if td.HasArg("max") {
+					td.ScanArgs(t, "max", &max)
+				}
+				es, err := st.Read(bucketArg(), from, max, nil)
+				if err != nil {
+					s := status.Convert(err)
+					return fmt.Sprintf("error %s: %s\n", s.Code(), s.Message())
+				}
+				var sb strings.Builder
+				for _, e := range es {
+					fmt.Fprintf(&sb, "@%d %s%s ts=%d\n", e.Offset, e.Kind, formatRow(e.Row), e.CommitMs)
+				}
+				if sb.Len() == 0 {
+					return "(none)\n"
+				}
+				return sb.String()
+			case "retention":
+				var now int64
+				td.ScanArgs(t, "now", &now)
+				n, err := st.ApplyRetention(now)
+				if err != nil {
+					return fmt.Sprintf("error: %v\n", err)
+				}
+				return fmt.Sprintf("removed=%d\n", n)
+			case "buckets":
+				var sb strings.Builder
+				for _, o := range st.Buckets() {
+					fmt.Fprintf(&sb, "%q/%d [%d, %d) last=%d\n", o.Partition, o.Bucket, o.StartOffset, o.EndOffset, o.LastCommitMs)
+				}
+				return sb.String()
+			case "reopen":
+				tbl := st.tbl
+				if err := st.Close(); err != nil {
+					t.Fatal(err)
+				}
+				st = openTable(t, tbl, clock)
+				return ""
+			case "check":
+				checkFold(t, st)
+				return "ok\n"
+			}
+			t.Fatalf("unknown command %s", td.Cmd)
+			return ""
+		})
+	})
+}

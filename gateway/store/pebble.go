@@ -1,0 +1,59 @@
+package store
+
+import (
+	"os"
+	"strconv"
+	"fmt"
+	"log/slog"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
+)
+
+// DefaultCacheBytes is the Pebble block cache size of a table when Options.CacheBytes is 0.
+const DefaultCacheBytes = 64 << 20
+
+// pebbleOptions returns the Pebble options of a table's DB.
+//
+// Writes look up the stored row of every written key, mostly keys that do not exist yet, so
+// every level has a bloom filter (10 bits per key, ~1% false positives) over whole keys, and
+// lookups use SeekPrefixGE, which consults them.
+func pebbleOptions(cache *pebble.Cache, logger *slog.Logger) *pebble.Options {
+	o := &pebble.Options{
+		Cache:                       cache,
+		FormatMajorVersion:          pebble.FormatNewest,
+		MemTableSize:                64 << 20,
+		MemTableStopWritesThreshold: 4,
+		L0CompactionThreshold:       4,
+		L0StopWritesThreshold:       24,
+		LBaseMaxBytes:               128 << 20,
+		MaxOpenFiles:                1000,
+		Logger:                      slogLogger{logger},
+	}
+	for i := range o.Levels {
+		o.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
+		o.Levels[i].BlockSize = 16 << 10
+	}
+	o.CompactionConcurrencyRange = func() (int, int) { return 1, 2 }
+	if v, err := strconv.Atoi(os.Getenv("SETATS_MEMTABLE_MB")); err == nil {
+		o.MemTableSize = uint64(v) << 20
+	}
+	return o
+}
+
+// slogLogger routes Pebble's log lines to slog: Infof at debug level, Errorf at error level.
+type slogLogger struct{ l *slog.Logger }
+
+func (s slogLogger) Infof(format string, args ...any) {
+	s.l.Debug(fmt.Sprintf(format, args...), "component", "pebble")
+}
+
+func (s slogLogger) Errorf(format string, args ...any) {
+	s.l.Error(fmt.Sprintf(format, args...), "component", "pebble")
+}
+
+func (s slogLogger) Fatalf(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	s.l.Error(msg, "component", "pebble")
+	panic(msg)
+}

@@ -1,0 +1,248 @@
+package store
+
+import (
+	"errors"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/setats/setats/gateway/row"
+	"github.com/setats/setats/merge"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// published returns the durable metadata of bucket id (zero when it never got a row).
+func (t *Table) published(id BucketID) (meta, []byte) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if b := t.buckets[id]; b != nil {
+		return b.m, b.prefix
+	}
+	return meta{}, nil
+}
+
+// removedError is the codes.OutOfRange error of a read from an offset retention removed
+// (SPEC section 5): it names the table, partition, bucket and the removed range.
+func (t *Table) removedError(id BucketID, from int64, m meta) error {
+	return status.Errorf(codes.OutOfRange,
+		"table %s partition %q bucket %d: offset %d is no longer retained: offsets [%d, %d) were removed by changelog retention (changelog.retention.ms %d); the oldest retained offset is %d",
+		t.tbl.QualifiedName(), id.Partition, id.Bucket, from, 0, m.start, t.retentionMs, m.start)
+}
+
+// Read appends to dst[:0] the changelog rows of bucket id with offsets [from, min(end,
+// from+maxRows)), in offset order, and returns it; maxRows <= 0 means up to the end offset.
+// Rows are never partial batches: end is the published end offset. An unknown bucket reads as
+// empty at offset 0.
+//
+// Errors (codes.OutOfRange, SPEC section 5): from below the oldest retained offset (the message
+// names the table, partition, bucket and the removed range [0, start)), or above the end offset.
+// codes.Unavailable when the table is closed, codes.Internal for storage errors.
+func (t *Table) Read(id BucketID, from int64, maxRows int, dst []Entry) ([]Entry, error) {
+	dst = dst[:0]
+	if err := t.begin(); err != nil {
+		return dst, err
+	}
+	defer t.end()
+	m, prefix := t.published(id)
+	if from < m.start {
+		return dst, t.removedError(id, from, m)
+	}
+	if from > m.end {
+		return dst, status.Errorf(codes.OutOfRange, "table %s partition %q bucket %d: offset %d is beyond the end offset %d",
+			t.tbl.QualifiedName(), id.Partition, id.Bucket, from, m.end)
+	}
+	upto := m.end
+	if maxRows > 0 && from+int64(maxRows) < upto {
+		upto = from + int64(maxRows)
+	}
+	if from == upto {
+		return dst, nil
+	}
+	lo := appendChangelogKey(nil, prefix, from)
+	hi := appendChangelogKey(nil, prefix, upto)
+	it, err := t.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		return dst, t.internal(err)
+	}
+	defer it.Close()
+	dec := row.ValueDecoder{Table: t.tbl}
+	want := from
+	for it.First(); it.Valid(); it.Next() {
+		off := changelogKeyOffset(it.Key())
+		if off != want {
+			break // retention removed rows after we read the metadata
+		}
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return dst, t.internal(err)
+		}
+		kind, ms, rest, err := parseChangelogHeader(v)
+		if err != nil {
+			return dst, t.internal(err)
+		}
+		r, err := dec.Decode(rest)
+		if err != nil {
+			return dst, t.internal(err)
+		}
+		dst = append(dst, Entry{Offset: off, Kind: kind, CommitMs: ms, Row: r})
+		want++
+	}
+	if err := it.Error(); err != nil {
+		return dst, t.internal(err)
+	}
+	if want != upto {
+		m, _ := t.published(id)
+		if want < m.start {
+			return dst[:0], t.removedError(id, want, m)
+		}
+		return dst, t.internal(errors.New("changelog rows missing below the end offset"))
+	}
+	return dst, nil
+}
+
+// OffsetForTimestamp resolves a commit time to an offset of bucket id (SPEC section 5): the
+// offset of the first retained changelog row whose commit time is >= tsMs (so a time before the
+// oldest retained row gives the oldest retained offset), resolved = true. When every row is older
+// (or the bucket is empty) it returns the end offset and resolved = false: rows committed later
+// may still be older than tsMs, and a reader must skip them. Binary search over the offsets,
+// relying on commit times being non-decreasing within a bucket.
+func (t *Table) OffsetForTimestamp(id BucketID, tsMs int64) (offset int64, resolved bool, err error) {
+	if err := t.begin(); err != nil {
+		return 0, false, err
+	}
+	defer t.end()
+	return t.offsetForTimestamp(id, tsMs)
+}
+
+// offsetForTimestamp is OffsetForTimestamp without the operation lock.
+func (t *Table) offsetForTimestamp(id BucketID, tsMs int64) (offset int64, resolved bool, err error) {
+	m, prefix := t.published(id)
+	if m.start == m.end {
+		return m.end, false, nil
+	}
+	it, err := t.db.NewIter(&pebble.IterOptions{
+		LowerBound: appendChangelogKey(nil, prefix, m.start),
+		UpperBound: appendChangelogKey(nil, prefix, m.end),
+	})
+	if err != nil {
+		return 0, false, t.internal(err)
+	}
+	defer it.Close()
+	// commitAt returns the offset and commit time of the first retained row at or after off
+	// (ok = false past the last row).
+	commitAt := func(off int64) (int64, int64, bool, error) {
+		if !it.SeekGE(appendChangelogKey(nil, prefix, off)) {
+			return 0, 0, false, it.Error()
+		}
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return 0, 0, false, err
+		}
+		_, ms, _, err := parseChangelogHeader(v)
+		return changelogKeyOffset(it.Key()), ms, err == nil, err
+	}
+	// Invariant: rows below lo are older than tsMs; the row at hi (or end) is not.
+	lo, hi := m.start, m.end
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		off, ms, ok, err := commitAt(mid)
+		if err != nil {
+			return 0, false, t.internal(err)
+		}
+		switch {
+		case !ok:
+			hi = mid
+		case ms >= tsMs && off > mid:
+			// Retention removed the rows below off after we read the metadata (it removes
+			// prefixes only), so off is the first row and it is recent enough.
+			lo, hi = off, off
+		case ms >= tsMs:
+			hi = mid
+		default:
+			lo = off + 1
+		}
+	}
+	if lo >= m.end {
+		return m.end, false, nil
+	}
+	// lo may lie below rows retention removed after we read the metadata: clamp.
+	if cur, _ := t.published(id); lo < cur.start {
+		lo = cur.start
+	}
+	return lo, true, nil
+}
+
+// Lookup returns the stored row of the primary key in pk (a full-width row whose primary-key
+// values are set; other values are ignored). ok is false when the key is absent.
+// Errors: codes.InvalidArgument for a bad pk row, codes.Unavailable, codes.Internal.
+func (t *Table) Lookup(pk merge.Row) (merge.Row, bool, error) {
+	if err := t.begin(); err != nil {
+		return nil, false, err
+	}
+	defer t.end()
+	b := row.Batch{Kinds: []merge.RowKind{merge.UpdateAfter}, Rows: []merge.Row{pk}}
+	decl := make([]bool, len(t.tbl.Columns))
+	for _, c := range t.tbl.PrimaryKey {
+		decl[c] = true
+	}
+	b.Declared = decl
+	if err := b.Validate(t.tbl); err != nil {
+		return nil, false, err
+	}
+	id := BucketID{Partition: row.PartitionName(t.tbl, pk), Bucket: row.Bucket(t.tbl, pk)}
+	key := appendStateKey(nil, bucketPrefix(id))
+	key = row.AppendKey(key, t.tbl, pk)
+	v, closer, err := t.db.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, t.internal(err)
+	}
+	defer closer.Close()
+	r, err := row.DecodeValue(t.tbl, v)
+	if err != nil {
+		return nil, false, t.internal(err)
+	}
+	return r, true, nil
+}
+
+// ScanState calls fn with every stored row and its bucket, ordered by partition, bucket and
+// primary key (EncodeKey order), from one consistent snapshot. The row is fn's to keep. An error
+// from fn stops the scan and is returned as is.
+func (t *Table) ScanState(fn func(id BucketID, r merge.Row) error) error {
+	if err := t.begin(); err != nil {
+		return err
+	}
+	defer t.end()
+	it, err := t.db.NewIter(&pebble.IterOptions{LowerBound: []byte{tagState}, UpperBound: []byte{tagState + 1}})
+	if err != nil {
+		return t.internal(err)
+	}
+	defer it.Close()
+	var id BucketID
+	var prevPrefix []byte
+	dec := row.ValueDecoder{Table: t.tbl}
+	for it.First(); it.Valid(); it.Next() {
+		k := it.Key()[1:]
+		if prevPrefix == nil || len(k) < len(prevPrefix) || string(k[:len(prevPrefix)]) != string(prevPrefix) {
+			var rest []byte
+			id, rest, err = parseBucketPrefix(k)
+			if err != nil {
+				return t.internal(err)
+			}
+			prevPrefix = append(prevPrefix[:0], k[:len(k)-len(rest)]...)
+		}
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return t.internal(err)
+		}
+		r, err := dec.Decode(v)
+		if err != nil {
+			return t.internal(err)
+		}
+		if err := fn(id, r); err != nil {
+			return err
+		}
+	}
+	return t.internalOrNil(it.Error())
+}

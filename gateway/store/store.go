@@ -1,0 +1,370 @@
+package store
+
+import (
+	"bytes"
+	"cmp"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/setats/setats/catalog"
+	"github.com/setats/setats/merge"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// DefaultRetentionMs is the changelog retention of a table without changelog.retention.ms when
+// Options.DefaultRetentionMs is 0: 24 hours (SPEC section 4).
+const DefaultRetentionMs = 24 * 60 * 60 * 1000
+
+// Options configures a Table. The zero value works.
+type Options struct {
+	// Clock returns the current time in ms since the epoch; nil means time.Now().UnixMilli.
+	// Commit timestamps come from it (tests inject fake clocks).
+	Clock func() int64
+	// DefaultRetentionMs is the changelog retention (ms) of a table whose RetentionMs is 0;
+	// <= 0 means DefaultRetentionMs (24 h).
+	DefaultRetentionMs int64
+	// CacheBytes is the size of the table's Pebble block cache in bytes; <= 0 means
+	// DefaultCacheBytes. Ignored when Cache is set.
+	CacheBytes int64
+	// Cache, when set, is a Pebble block cache shared with other tables; the Table takes its own
+	// reference and releases it on Close.
+	Cache *pebble.Cache
+	// Logger receives Pebble's and the store's log lines; nil means slog.Default().
+	Logger *slog.Logger
+	// OnCommit is called after each durable commit of a Write, with the bucket locks held (so
+	// calls are ordered per bucket); it must not block long nor call back into the Table's write
+	// path. The server publishes NATS notifications from it.
+	OnCommit func(c Commit)
+}
+
+// BucketID names one bucket of a table: the partition name ("" when unpartitioned,
+// proto/README.md) and the bucket number in 0..BucketCount-1.
+type BucketID struct {
+	Partition string
+	Bucket    int32
+}
+
+// Compare orders BucketIDs by partition, then bucket.
+func (id BucketID) Compare(o BucketID) int {
+	return cmp.Or(cmp.Compare(id.Partition, o.Partition), cmp.Compare(id.Bucket, o.Bucket))
+}
+
+// BucketOffsets reports a bucket's changelog positions: StartOffset is the oldest retained
+// offset, EndOffset the offset the next changelog row gets, LastCommitMs the commit time (ms) of
+// the newest changelog row (0 when none). The changelog holds exactly [StartOffset, EndOffset).
+type BucketOffsets struct {
+	BucketID
+	StartOffset, EndOffset, LastCommitMs int64
+}
+
+// Commit describes one durable Write: Rows written rows, ChangelogRows changelog rows emitted,
+// CommitMs their commit time (ms), Buckets the offsets after the write of every bucket the batch
+// touched (sorted by partition, bucket), NewBuckets those buckets that did not exist before.
+type Commit struct {
+	Table         *catalog.Table
+	Rows          int64
+	ChangelogRows int64
+	CommitMs      int64
+	Buckets       []BucketOffsets
+	NewBuckets    []BucketID
+}
+
+// Entry is one changelog row as Read returns it: its offset, RowKind, commit time (ms) and the
+// full row (table column order, nil = null).
+type Entry struct {
+	Offset   int64
+	Kind     merge.RowKind
+	CommitMs int64
+	Row      merge.Row
+}
+
+// Table is the storage of one table. All methods are safe for concurrent use.
+type Table struct {
+	tbl         *catalog.Table
+	opts        Options
+	clock       func() int64
+	retentionMs int64
+	engine      merge.Engine
+	log         *slog.Logger
+	db          *pebble.DB
+	cache       *pebble.Cache
+
+	// ops is held shared by every operation and exclusively by Close.
+	ops sync.RWMutex
+	// mu guards buckets and closed.
+	mu      sync.Mutex
+	buckets map[BucketID]*bucket
+	closed  bool
+	done    chan struct{} // closed by Close
+}
+
+// bucket is the in-memory state of one bucket.
+type bucket struct {
+	id     BucketID
+	prefix []byte // P B (doc.go)
+	// wmu serialises writers and retention of the bucket. Lock order: by BucketID.
+	wmu sync.Mutex
+
+	// Guarded by Table.mu: the published (durable) metadata, whether it exists on disk, and
+	// waiters by the offset they wait to be exceeded.
+	m       meta
+	exists  bool
+	waiters map[int64]chan struct{}
+}
+
+// Open opens (creating when needed) the Pebble DB of tbl at tbl.Location/data and rebuilds the
+// buckets' offsets from it. tbl must be resolved (catalog.ResolveSpec) and is shared, not copied.
+// Errors: codes.InvalidArgument for a bad merge engine or options, codes.FailedPrecondition for
+// data of another format version, codes.Internal for I/O errors.
+func Open(tbl *catalog.Table, opts Options) (*Table, error) {
+	engine, err := merge.New(tbl.MergeEngine, tbl.Options)
+	if err != nil {
+		return nil, err
+	}
+	if tbl.Location == "" {
+		return nil, status.Errorf(codes.InvalidArgument, "table %s: no location", tbl.QualifiedName())
+	}
+	t := &Table{
+		tbl:     tbl,
+		opts:    opts,
+		clock:   opts.Clock,
+		engine:  engine,
+		log:     opts.Logger,
+		buckets: map[BucketID]*bucket{},
+		done:    make(chan struct{}),
+	}
+	if t.clock == nil {
+		t.clock = func() int64 { return time.Now().UnixMilli() }
+	}
+	if t.log == nil {
+		t.log = slog.Default()
+	}
+	t.log = t.log.With("table", tbl.QualifiedName())
+	t.retentionMs = tbl.RetentionMs
+	if t.retentionMs <= 0 {
+		t.retentionMs = opts.DefaultRetentionMs
+	}
+	if t.retentionMs <= 0 {
+		t.retentionMs = DefaultRetentionMs
+	}
+	if opts.Cache != nil {
+		t.cache = opts.Cache
+		t.cache.Ref()
+	} else {
+		size := opts.CacheBytes
+		if size <= 0 {
+			size = DefaultCacheBytes
+		}
+		t.cache = pebble.NewCache(size)
+	}
+	dir := filepath.Join(tbl.Location, "data")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.cache.Unref()
+		return nil, status.Errorf(codes.Internal, "table %s: %v", tbl.QualifiedName(), err)
+	}
+	db, err := pebble.Open(dir, pebbleOptions(t.cache, t.log))
+	if err != nil {
+		t.cache.Unref()
+		return nil, status.Errorf(codes.Internal, "table %s: open %s: %v", tbl.QualifiedName(), dir, err)
+	}
+	t.db = db
+	if err := t.load(); err != nil {
+		_ = db.Close()
+		t.cache.Unref()
+		return nil, err
+	}
+	return t, nil
+}
+
+// load checks the format version (writing it into a new DB) and reads every bucket's metadata.
+func (t *Table) load() error {
+	v, closer, err := t.db.Get([]byte{tagVersion})
+	switch {
+	case errors.Is(err, pebble.ErrNotFound):
+		if err := t.db.Set([]byte{tagVersion}, []byte(formatVersion), pebble.Sync); err != nil {
+			return t.internal(err)
+		}
+	case err != nil:
+		return t.internal(err)
+	default:
+		got := string(v)
+		_ = closer.Close()
+		if got != formatVersion {
+			return status.Errorf(codes.FailedPrecondition, "table %s: data in %s has format %q, this gateway reads %q",
+				t.tbl.QualifiedName(), t.tbl.Location, got, formatVersion)
+		}
+	}
+	it, err := t.db.NewIter(&pebble.IterOptions{LowerBound: []byte{tagMeta}, UpperBound: []byte{tagMeta + 1}})
+	if err != nil {
+		return t.internal(err)
+	}
+	defer it.Close()
+	for it.First(); it.Valid(); it.Next() {
+		id, rest, err := parseBucketPrefix(it.Key()[1:])
+		if err != nil || len(rest) != 0 {
+			return t.internal(errors.New("malformed bucket metadata key"))
+		}
+		m, err := decodeMeta(it.Value())
+		if err != nil {
+			return t.internal(err)
+		}
+		t.buckets[id] = &bucket{id: id, prefix: bucketPrefix(id), m: m, exists: true}
+	}
+	return t.internalOrNil(it.Error())
+}
+
+func (t *Table) internal(err error) error {
+	return status.Errorf(codes.Internal, "table %s: store: %v", t.tbl.QualifiedName(), err)
+}
+
+func (t *Table) internalOrNil(err error) error {
+	if err == nil {
+		return nil
+	}
+	return t.internal(err)
+}
+
+// Catalog returns the table the store was opened for.
+func (t *Table) Catalog() *catalog.Table { return t.tbl }
+
+// RetentionMs returns the changelog retention in force (ms): the table's, else the default.
+func (t *Table) RetentionMs() int64 { return t.retentionMs }
+
+// begin takes the shared operation lock; it fails with codes.Unavailable once the table closed.
+func (t *Table) begin() error {
+	t.ops.RLock()
+	t.mu.Lock()
+	closed := t.closed
+	t.mu.Unlock()
+	if closed {
+		t.ops.RUnlock()
+		return status.Errorf(codes.Unavailable, "table %s is closed", t.tbl.QualifiedName())
+	}
+	return nil
+}
+
+func (t *Table) end() { t.ops.RUnlock() }
+
+// bucketFor returns the in-memory bucket of id, creating a placeholder (not yet existing on
+// disk) when there is none. Called with t.mu held.
+func (t *Table) bucketFor(id BucketID) *bucket {
+	b := t.buckets[id]
+	if b == nil {
+		b = &bucket{id: id, prefix: bucketPrefix(id)}
+		t.buckets[id] = b
+	}
+	return b
+}
+
+// Buckets returns the offsets of every bucket that ever got a row, sorted by partition, then
+// bucket.
+func (t *Table) Buckets() []BucketOffsets {
+	t.mu.Lock()
+	out := make([]BucketOffsets, 0, len(t.buckets))
+	for _, b := range t.buckets {
+		if b.exists {
+			out = append(out, b.offsets())
+		}
+	}
+	t.mu.Unlock()
+	slices.SortFunc(out, func(a, b BucketOffsets) int { return a.BucketID.Compare(b.BucketID) })
+	return out
+}
+
+// Offsets returns the offsets of one bucket; ok is false when it never got a row.
+func (t *Table) Offsets(id BucketID) (o BucketOffsets, ok bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	b := t.buckets[id]
+	if b == nil || !b.exists {
+		return BucketOffsets{BucketID: id}, false
+	}
+	return b.offsets(), true
+}
+
+// offsets returns the published offsets; t.mu held.
+func (b *bucket) offsets() BucketOffsets {
+	return BucketOffsets{BucketID: b.id, StartOffset: b.m.start, EndOffset: b.m.end, LastCommitMs: b.m.lastCommitMs}
+}
+
+// publish makes m the bucket's durable metadata and wakes waiters it satisfies; t.mu held.
+func (b *bucket) publish(m meta) {
+	b.m = m
+	b.exists = true
+	for off, ch := range b.waiters {
+		if m.end > off {
+			close(ch)
+			delete(b.waiters, off)
+		}
+	}
+}
+
+// closedChan is an already closed channel.
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// Wait returns a channel that is closed as soon as the end offset of bucket id exceeds offset
+// (at once when it already does), or when the table closes. The bucket need not exist yet.
+// Waiters for the same (bucket, offset) share one channel, so abandoning a Wait costs nothing
+// lasting. Wakeups come from commits in this process: there is no polling.
+func (t *Table) Wait(id BucketID, offset int64) <-chan struct{} {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return closedChan
+	}
+	b := t.bucketFor(id)
+	if b.m.end > offset {
+		return closedChan
+	}
+	ch := b.waiters[offset]
+	if ch == nil {
+		if b.waiters == nil {
+			b.waiters = map[int64]chan struct{}{}
+		}
+		ch = make(chan struct{})
+		b.waiters[offset] = ch
+	}
+	return ch
+}
+
+// Done returns a channel closed when the table closes.
+func (t *Table) Done() <-chan struct{} { return t.done }
+
+// Close waits for running operations, closes every waiter and the Pebble DB. Later calls of any
+// method fail with codes.Unavailable (Wait returns a closed channel). Safe to call twice.
+func (t *Table) Close() error {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return nil
+	}
+	t.closed = true
+	close(t.done)
+	for _, b := range t.buckets {
+		for off, ch := range b.waiters {
+			close(ch)
+			delete(b.waiters, off)
+		}
+	}
+	t.mu.Unlock()
+	t.ops.Lock() // wait for running operations
+	defer t.ops.Unlock()
+	err := t.db.Close()
+	t.cache.Unref()
+	if err != nil {
+		return t.internal(err)
+	}
+	return nil
+}
+
+// sortBuckets sorts buckets by id (the lock order).
+func sortBuckets(bs []*bucket) {
+	slices.SortFunc(bs, func(a, b *bucket) int { return bytes.Compare(a.prefix, b.prefix) })
+}

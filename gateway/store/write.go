@@ -1,0 +1,349 @@
+package store
+
+import (
+	"os"
+	"bytes"
+	"context"
+	"runtime"
+	"slices"
+	"sync"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/setats/setats/gateway/row"
+	"github.com/setats/setats/merge"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// group is the part of a write batch that falls into one bucket.
+type group struct {
+	b     *bucket
+	rows  []int32 // indexes into the batch, in batch order
+	isNew bool
+
+	// Results of prepare.
+	batch     *pebble.Batch
+	m         meta  // metadata after the write
+	changelog int64 // changelog rows emitted
+	err       error
+}
+
+// slot is one distinct primary key of a group.
+type slot struct {
+	key   []byte    // state key: "s" P B pk
+	cur   merge.Row // current row (nil = absent)
+	found bool      // a stored row existed before the batch
+	dirty bool      // cur differs from the stored row
+}
+
+// Write applies a batch of written rows (SPEC sections 3, 4 and 7) and returns once it is
+// durable.
+//
+// For every row, in batch order per key, the merge engine folds it into the stored row of its
+// key; a key written twice in a batch sees its own earlier write. The changelog rows the merge
+// emits get dense offsets per bucket (+1 per row) and one commit time: max(clock, newest commit
+// time of every touched bucket), so commit times never decrease within a bucket. State rows,
+// changelog rows and bucket metadata of all touched buckets go into one Pebble batch committed
+// with fsync; readers see its rows only after that. The batch is atomic: when any row fails
+// (a bad row: codes.InvalidArgument; a merge error such as a delete on a PARTIAL_UPDATE table
+// without a delete option, SPEC case M7) nothing of it is applied.
+//
+// Rows of different buckets are merged in parallel. Writes touching disjoint buckets run in
+// parallel; writes sharing a bucket are serialised. Options.OnCommit is called before Write
+// returns. Errors: codes.InvalidArgument (bad batch, merge errors), codes.Canceled or
+// DeadlineExceeded (ctx done before the commit), codes.Unavailable (table closed),
+// codes.Internal (storage).
+func (t *Table) Write(ctx context.Context, b *row.Batch) (Commit, error) {
+	if err := t.begin(); err != nil {
+		return Commit{}, err
+	}
+	defer t.end()
+	if err := b.Validate(t.tbl); err != nil {
+		return Commit{}, err
+	}
+	if len(b.Rows) == 0 {
+		return Commit{Table: t.tbl, CommitMs: t.clock()}, nil
+	}
+	groups := t.groupRows(b)
+	for _, g := range groups {
+		g.b.wmu.Lock()
+	}
+	defer func() {
+		for _, g := range groups {
+			g.b.wmu.Unlock()
+		}
+	}()
+	if err := ctx.Err(); err != nil {
+		return Commit{}, status.FromContextError(err).Err()
+	}
+
+	// Commit time and starting metadata (stable: we hold the writer locks).
+	commitMs := t.clock()
+	t.mu.Lock()
+	for _, g := range groups {
+		g.m = g.b.m
+		g.isNew = !g.b.exists
+		commitMs = max(commitMs, g.m.lastCommitMs)
+	}
+	t.mu.Unlock()
+
+	// Look up and merge each bucket's rows, in parallel across buckets.
+	workers := min(len(groups), runtime.GOMAXPROCS(0))
+	if workers <= 1 {
+		for _, g := range groups {
+			t.prepare(g, b, commitMs)
+		}
+	} else {
+		var wg sync.WaitGroup
+		next := make(chan *group, len(groups))
+		for _, g := range groups {
+			next <- g
+		}
+		close(next)
+		for range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for g := range next {
+					t.prepare(g, b, commitMs)
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	defer func() {
+		for _, g := range groups {
+			if g.batch != nil {
+				_ = g.batch.Close()
+			}
+		}
+	}()
+	for _, g := range groups {
+		if g.err != nil {
+			return Commit{}, g.err
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return Commit{}, status.FromContextError(err).Err()
+	}
+
+	// One batch, one fsync.
+	batch := groups[0].batch
+	for _, g := range groups[1:] {
+		if err := batch.Apply(g.batch, nil); err != nil {
+			return Commit{}, t.internal(err)
+		}
+	}
+	if err := batch.Commit(pebble.Sync); err != nil {
+		return Commit{}, t.internal(err)
+	}
+
+	c := Commit{Table: t.tbl, Rows: int64(len(b.Rows)), CommitMs: commitMs, Buckets: make([]BucketOffsets, 0, len(groups))}
+	t.mu.Lock()
+	for _, g := range groups {
+		g.b.publish(g.m)
+		c.ChangelogRows += g.changelog
+		c.Buckets = append(c.Buckets, g.b.offsets())
+		if g.isNew {
+			c.NewBuckets = append(c.NewBuckets, g.b.id)
+		}
+	}
+	t.mu.Unlock()
+	if t.opts.OnCommit != nil {
+		t.opts.OnCommit(c)
+	}
+	return c, nil
+}
+
+// groupRows assigns every row to its bucket and returns the groups sorted by bucket (the lock
+// order).
+func (t *Table) groupRows(b *row.Batch) []*group {
+	tbl := t.tbl
+	type gkey struct {
+		part   string
+		bucket int32
+	}
+	byKey := map[gkey]*group{}
+	var groups []*group
+	var prevPart merge.Row
+	part := ""
+	partitioned := len(tbl.PartitionKeys) > 0
+	t.mu.Lock()
+	for i, r := range b.Rows {
+		if partitioned && (prevPart == nil || !samePartition(tbl.PartitionKeys, prevPart, r)) {
+			part = row.PartitionName(tbl, r)
+			prevPart = r
+		}
+		k := gkey{part, row.Bucket(tbl, r)}
+		g := byKey[k]
+		if g == nil {
+			g = &group{b: t.bucketFor(BucketID{Partition: k.part, Bucket: k.bucket})}
+			byKey[k] = g
+			groups = append(groups, g)
+		}
+		g.rows = append(g.rows, int32(i))
+	}
+	t.mu.Unlock()
+	slices.SortFunc(groups, func(a, b *group) int { return bytes.Compare(a.b.prefix, b.b.prefix) })
+	return groups
+}
+
+func samePartition(cols []int, a, b merge.Row) bool {
+	for _, c := range cols {
+		if !merge.ValueEqual(a[c], b[c]) {
+			return false
+		}
+	}
+	return true
+}
+
+// prepare looks up the stored rows of a group's keys, merges the group's rows in batch order and
+// fills g.batch with the state and changelog writes and the new bucket metadata.
+func (t *Table) prepare(g *group, b *row.Batch, commitMs int64) {
+	tbl := t.tbl
+	prefix := g.b.prefix
+
+	// Distinct keys.
+	slotOf := make([]int32, len(g.rows))
+	index := make(map[string]int32, len(g.rows))
+	slots := make([]slot, 0, len(g.rows))
+	keyBuf := make([]byte, 0, len(g.rows)*(len(prefix)+24))
+	for i, r := range g.rows {
+		start := len(keyBuf)
+		keyBuf = appendStateKey(keyBuf, prefix)
+		keyBuf = row.AppendKey(keyBuf, tbl, b.Rows[r])
+		k := keyBuf[start:len(keyBuf):len(keyBuf)]
+		s, ok := index[string(k)]
+		if !ok {
+			s = int32(len(slots))
+			index[string(k)] = s
+			slots = append(slots, slot{key: k})
+		} else {
+			keyBuf = keyBuf[:start]
+		}
+		slotOf[i] = s
+	}
+
+	// Stored rows, looked up in key order with one iterator (bloom filters skip most files).
+	if err := t.lookup(slots); err != nil {
+		g.err = err
+		return
+	}
+
+	// Merge in batch order.
+	g.batch = t.db.NewBatch()
+	var out []merge.Change
+	var buf []byte
+	end := g.m.end
+	for i, r := range g.rows {
+		s := &slots[slotOf[i]]
+		next, changes, err := t.engine.Merge(out[:0], s.cur, b.Kinds[r], b.Rows[r], b.Declared)
+		if err != nil {
+			g.err = t.mergeError(err, r)
+			return
+		}
+		out = changes
+		if len(changes) == 0 {
+			continue
+		}
+		s.cur = next
+		s.dirty = true
+		for _, ch := range changes {
+			buf = appendChangelogKey(buf[:0], prefix, end)
+			klen := len(buf)
+			buf = appendChangelogHeader(buf, ch.Kind, commitMs)
+			buf = row.AppendValue(buf, tbl, ch.Row)
+			if err := g.batch.Set(buf[:klen], buf[klen:], nil); err != nil {
+				g.err = t.internal(err)
+				return
+			}
+			end++
+		}
+	}
+	for i := range slots {
+		s := &slots[i]
+		if !s.dirty {
+			continue
+		}
+		var err error
+		switch {
+		case s.cur != nil:
+			buf = row.AppendValue(buf[:0], tbl, s.cur)
+			err = g.batch.Set(s.key, buf, nil)
+		case s.found:
+			err = g.batch.Delete(s.key, nil)
+		}
+		if err != nil {
+			g.err = t.internal(err)
+			return
+		}
+	}
+	g.changelog = end - g.m.end
+	if g.changelog > 0 || g.isNew {
+		g.m.end = end
+		if g.changelog > 0 {
+			g.m.lastCommitMs = commitMs
+		}
+		if err := g.batch.Set(metaKey(prefix), g.m.encode(), nil); err != nil {
+			g.err = t.internal(err)
+		}
+	}
+}
+
+// lookup fills cur and found of every slot from the stored state.
+func (t *Table) lookup(slots []slot) error {
+	order := make([]int32, len(slots))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortFunc(order, func(a, b int32) int { return bytes.Compare(slots[a].key, slots[b].key) })
+	if os.Getenv("SETATS_LOOKUP") == "get" {
+		for _, i := range order {
+			s := &slots[i]
+			v, closer, err := t.db.Get(s.key)
+			if err == pebble.ErrNotFound {
+				continue
+			}
+			if err != nil {
+				return t.internal(err)
+			}
+			r, err := row.DecodeValue(t.tbl, v)
+			closer.Close()
+			if err != nil {
+				return t.internal(err)
+			}
+			s.cur, s.found = r, true
+		}
+		return nil
+	}
+	it, err := t.db.NewIter(nil)
+	if err != nil {
+		return t.internal(err)
+	}
+	defer it.Close()
+	for _, i := range order {
+		s := &slots[i]
+		if !it.SeekPrefixGE(s.key) || !bytes.Equal(it.Key(), s.key) {
+			continue
+		}
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return t.internal(err)
+		}
+		r, err := row.DecodeValue(t.tbl, v)
+		if err != nil {
+			return t.internal(err)
+		}
+		s.cur, s.found = r, true
+	}
+	return t.internalOrNil(it.Error())
+}
+
+// mergeError names the table and the row in a merge engine's error, keeping its code.
+func (t *Table) mergeError(err error, r int32) error {
+	st, ok := status.FromError(err)
+	if !ok {
+		return status.Errorf(codes.InvalidArgument, "table %s: row %d: %v", t.tbl.QualifiedName(), r, err)
+	}
+	return status.Errorf(st.Code(), "table %s: row %d: %s", t.tbl.QualifiedName(), r, st.Message())
+}
