@@ -1,0 +1,336 @@
+package io.setats.flink;
+
+import org.apache.flink.configuration.ConfigOption;
+import org.apache.flink.configuration.ConfigOptions;
+import org.apache.flink.configuration.DescribedEnum;
+import org.apache.flink.configuration.MemorySize;
+import org.apache.flink.configuration.description.InlineElement;
+
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.Locale;
+import java.util.stream.Collectors;
+
+import static org.apache.flink.configuration.description.TextElement.text;
+
+/**
+ * SetatsConnectorOptions holds every {@code WITH (...)} option of the {@code setats} sink and the
+ * {@code setats-cdc} source (SPEC section 2), with its default and description.
+ *
+ * <p>Options marked "Setats addition" are not in the seeds; everything else follows them. Checks
+ * that need more than one option live in {@link SetatsOptionsUtil}.
+ */
+public final class SetatsConnectorOptions {
+
+    private SetatsConnectorOptions() {}
+
+    // --------------------------------------------------------------------------------------------
+    // Common options (setats and setats-cdc)
+    // --------------------------------------------------------------------------------------------
+
+    /** Gateway address: {@code grpc://host:port}, {@code grpc+tls://host:port} or {@code host:port}. */
+    public static final ConfigOption<String> MANAGER_URL =
+            ConfigOptions.key("manager-url")
+                    .stringType()
+                    .noDefaultValue()
+                    .withDescription(
+                            "Address of the Setats gateway (the 'Setats Manager'): grpc://host:port, "
+                                    + "grpc+tls://host:port or host:port.");
+
+    /** Warehouse URI; must equal the gateway's warehouse. */
+    public static final ConfigOption<String> WAREHOUSE =
+            ConfigOptions.key("warehouse")
+                    .stringType()
+                    .noDefaultValue()
+                    .withDescription(
+                            "Warehouse URI (file:///abs/path or a plain path). Must equal the "
+                                    + "gateway's warehouse; a mismatch fails the job naming both.");
+
+    /** Catalog type: {@code hadoop} or {@code hive}. */
+    public static final ConfigOption<CatalogType> CATALOG_TYPE =
+            ConfigOptions.key("catalog-type")
+                    .enumType(CatalogType.class)
+                    .noDefaultValue()
+                    .withDescription(
+                            "Where table metadata lives: 'hadoop' (under the warehouse) or 'hive' "
+                                    + "(Hive Metastore at 'uri').");
+
+    /** Catalog namespace. */
+    public static final ConfigOption<String> CATALOG_NAME =
+            ConfigOptions.key("catalog-name")
+                    .stringType()
+                    .noDefaultValue()
+                    .withDescription("Catalog namespace.");
+
+    /** Database of the table; default {@code default}. */
+    public static final ConfigOption<String> CATALOG_DATABASE =
+            ConfigOptions.key("catalog-database")
+                    .stringType()
+                    .defaultValue("default")
+                    .withDescription("Database of the Setats table.");
+
+    /** Table name; default: the Flink table's name. */
+    public static final ConfigOption<String> CATALOG_TABLE =
+            ConfigOptions.key("catalog-table")
+                    .stringType()
+                    .noDefaultValue()
+                    .withDescription("Setats table name. Default: the name of the Flink table.");
+
+    /** Hive Metastore thrift URIs (catalog-type hive only, required there). */
+    public static final ConfigOption<String> URI =
+            ConfigOptions.key("uri")
+                    .stringType()
+                    .noDefaultValue()
+                    .withDescription(
+                            "Hive Metastore thrift URIs, comma separated. Required when "
+                                    + "'catalog-type' = 'hive'.");
+
+    // --------------------------------------------------------------------------------------------
+    // Table layout (sink: used to create the table; source: optional, must match the table)
+    // --------------------------------------------------------------------------------------------
+
+    /** Bucket count; -1 = the gateway's default bucket count. */
+    public static final ConfigOption<Integer> BUCKET =
+            ConfigOptions.key("bucket")
+                    .intType()
+                    .defaultValue(-1)
+                    .withDescription(
+                            "Buckets per partition. -1 means the gateway's default bucket count "
+                                    + "(GatewayInfo.default_bucket_count). An existing table keeps "
+                                    + "its bucket count; a different explicit value is an error.");
+
+    /** Bucket key: comma list, a subset of primary key minus partition keys. */
+    public static final ConfigOption<String> BUCKET_KEY =
+            ConfigOptions.key("bucket-key")
+                    .stringType()
+                    .noDefaultValue()
+                    .withDescription(
+                            "Comma-separated bucket-key columns: a subset of the primary key minus "
+                                    + "the partition keys. Default: primary key minus partition keys.");
+
+    // --------------------------------------------------------------------------------------------
+    // Sink options (setats)
+    // --------------------------------------------------------------------------------------------
+
+    /** Table directory; default {@code <warehouse>/<database>.db/<table>}. */
+    public static final ConfigOption<String> LOCATION =
+            ConfigOptions.key("location")
+                    .stringType()
+                    .noDefaultValue()
+                    .withDescription(
+                            "Directory of the table's data when the sink creates the table. "
+                                    + "Default: <warehouse>/<database>.db/<table>.");
+
+    /** Merge engine; parsed by {@link SetatsOptionsUtil#mergeEngine}. */
+    public static final ConfigOption<String> MERGE_ENGINE =
+            ConfigOptions.key("merge-engine")
+                    .stringType()
+                    .defaultValue(MergeEngine.DEDUPLICATE.toString())
+                    .withDescription(
+                            "Merge engine of the table: "
+                                    + MergeEngine.allowedValues()
+                                    + " (case-insensitive; 'partial-update' accepted).");
+
+    /** Longest time a row waits in the sink before it is sent. */
+    public static final ConfigOption<Duration> SINK_FLUSH_INTERVAL =
+            ConfigOptions.key("setats.sink.flush-interval")
+                    .durationType()
+                    .defaultValue(Duration.ofSeconds(5))
+                    .withDescription(
+                            "Longest time a row waits in the sink buffer before it is sent to the "
+                                    + "gateway, e.g. '5s'. Must be positive.");
+
+    /** Rows per Arrow batch before it is sent (Setats addition). */
+    public static final ConfigOption<Integer> SINK_BUFFER_ROWS =
+            ConfigOptions.key("setats.sink.buffer-rows")
+                    .intType()
+                    .defaultValue(10_000)
+                    .withDescription(
+                            "Setats addition: a writer sends its buffer as one Arrow record batch "
+                                    + "once it holds this many rows. Must be positive.");
+
+    /** Bytes per Arrow batch before it is sent (Setats addition). */
+    public static final ConfigOption<MemorySize> SINK_BUFFER_BYTES =
+            ConfigOptions.key("setats.sink.buffer-bytes")
+                    .memoryType()
+                    .defaultValue(MemorySize.parse("16mb"))
+                    .withDescription(
+                            "Setats addition: a writer sends its buffer as one Arrow record batch "
+                                    + "once its Arrow vectors hold this many bytes. Must be positive.");
+
+    /** Record batches sent but not yet acknowledged, per writer (Setats addition). */
+    public static final ConfigOption<Integer> SINK_MAX_IN_FLIGHT_BATCHES =
+            ConfigOptions.key("setats.sink.max-in-flight-batches")
+                    .intType()
+                    .defaultValue(4)
+                    .withDescription(
+                            "Setats addition: record batches a writer may have sent without a "
+                                    + "WriteAck; more blocks the writer (back pressure). Must be positive.");
+
+    /** Table option passed on when the sink creates the table (SPEC section 4). */
+    public static final ConfigOption<Boolean> IGNORE_DELETE =
+            ConfigOptions.key("ignore-delete")
+                    .booleanType()
+                    .defaultValue(false)
+                    .withDescription(
+                            "Table option used when the sink creates the table: drop deletes "
+                                    + "(PARTIAL_UPDATE tables).");
+
+    /** Table option passed on when the sink creates the table (SPEC section 4). */
+    public static final ConfigOption<Boolean> PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE =
+            ConfigOptions.key("partial-update.remove-record-on-delete")
+                    .booleanType()
+                    .defaultValue(false)
+                    .withDescription(
+                            "Table option used when the sink creates the table: a delete removes "
+                                    + "the row of a PARTIAL_UPDATE table.");
+
+    /** Table option passed on when the sink creates the table (SPEC section 4). */
+    public static final ConfigOption<Long> CHANGELOG_RETENTION_MS =
+            ConfigOptions.key("changelog.retention.ms")
+                    .longType()
+                    .noDefaultValue()
+                    .withDescription(
+                            "Table option used when the sink creates the table: changelog "
+                                    + "retention in ms. Default: the gateway's retention.");
+
+    // --------------------------------------------------------------------------------------------
+    // Source options (setats-cdc)
+    // --------------------------------------------------------------------------------------------
+
+    /** Startup mode; parsed by {@link SetatsOptionsUtil#startupMode}. */
+    public static final ConfigOption<String> STARTUP_MODE =
+            ConfigOptions.key("startup.mode")
+                    .stringType()
+                    .defaultValue(StartupMode.LATEST.toString())
+                    .withDescription(
+                            "Where reading starts: "
+                                    + StartupMode.allowedValues()
+                                    + " ('timestamp' accepted for 'from-timestamp').");
+
+    /** Start position for {@code from-timestamp}, ms since epoch. */
+    public static final ConfigOption<Long> SCAN_TIMESTAMP_MILLIS =
+            ConfigOptions.key("scan.timestamp-millis")
+                    .longType()
+                    .noDefaultValue()
+                    .withDescription(
+                            "Commit timestamp (ms since epoch) to start from; required with "
+                                    + "'startup.mode' = 'from-timestamp', an error otherwise.");
+
+    /** How often new buckets and partitions are looked for. */
+    public static final ConfigOption<Duration> BUCKET_DISCOVERY_INTERVAL =
+            ConfigOptions.key("bucket.discovery-interval")
+                    .durationType()
+                    .defaultValue(Duration.ofSeconds(300))
+                    .withDescription(
+                            "How often the source looks for new buckets and partitions; NATS "
+                                    + "notifications trigger a look sooner.");
+
+    // --------------------------------------------------------------------------------------------
+    // Enums
+    // --------------------------------------------------------------------------------------------
+
+    /** CatalogType is the value of {@link #CATALOG_TYPE}; {@code toString} is the option value. */
+    public enum CatalogType implements DescribedEnum {
+        hadoop("Table metadata under the warehouse (served by the gateway)."),
+        hive("Hive Metastore at 'uri' (the gateway answers FailedPrecondition until it lands).");
+
+        private final String description;
+
+        CatalogType(String description) {
+            this.description = description;
+        }
+
+        @Override
+        public InlineElement getDescription() {
+            return text(description);
+        }
+    }
+
+    /** MergeEngine is the value of {@link #MERGE_ENGINE} (SPEC section 4). */
+    public enum MergeEngine implements DescribedEnum {
+        DEDUPLICATE("The written row replaces the stored row (undeclared columns are kept)."),
+        PARTIAL_UPDATE("Per declared column, the written value if not null, else the stored value.");
+
+        private final String description;
+
+        MergeEngine(String description) {
+            this.description = description;
+        }
+
+        @Override
+        public InlineElement getDescription() {
+            return text(description);
+        }
+
+        /**
+         * Parses a merge-engine value: case-insensitive, '-' read as '_'.
+         *
+         * @throws IllegalArgumentException for anything else, listing the allowed values
+         */
+        public static MergeEngine parse(String value) {
+            String norm = value.trim().replace('-', '_').toUpperCase(Locale.ROOT);
+            for (MergeEngine e : values()) {
+                if (e.name().equals(norm)) {
+                    return e;
+                }
+            }
+            throw new IllegalArgumentException(
+                    "unknown merge engine '" + value + "', allowed: " + allowedValues());
+        }
+
+        static String allowedValues() {
+            return Arrays.stream(values()).map(Enum::name).collect(Collectors.joining(", "));
+        }
+    }
+
+    /** StartupMode is the value of {@link #STARTUP_MODE} (SPEC section 5). */
+    public enum StartupMode implements DescribedEnum {
+        LATEST("latest", "From each bucket's end offset at start."),
+        EARLIEST("earliest", "From each bucket's oldest retained offset."),
+        FROM_TIMESTAMP(
+                "from-timestamp",
+                "From the first changelog row whose commit timestamp >= 'scan.timestamp-millis'.");
+
+        private final String value;
+        private final String description;
+
+        StartupMode(String value, String description) {
+            this.value = value;
+            this.description = description;
+        }
+
+        @Override
+        public String toString() {
+            return value;
+        }
+
+        @Override
+        public InlineElement getDescription() {
+            return text(description);
+        }
+
+        /**
+         * Parses a startup-mode value: case-insensitive; {@code timestamp} means {@code from-timestamp}.
+         *
+         * @throws IllegalArgumentException for anything else, listing the allowed values
+         */
+        public static StartupMode parse(String value) {
+            String norm = value.trim().toLowerCase(Locale.ROOT).replace('_', '-');
+            if (norm.equals("timestamp")) {
+                return FROM_TIMESTAMP;
+            }
+            for (StartupMode m : values()) {
+                if (m.value.equals(norm)) {
+                    return m;
+                }
+            }
+            throw new IllegalArgumentException(
+                    "unknown startup mode '" + value + "', allowed: " + allowedValues());
+        }
+
+        static String allowedValues() {
+            return Arrays.stream(values()).map(m -> m.value).collect(Collectors.joining(", "));
+        }
+    }
+}

@@ -1,0 +1,291 @@
+package io.setats.flink.client;
+
+import io.setats.proto.v1.WriteAck;
+import io.setats.proto.v1.WriteCommand;
+
+import com.google.protobuf.InvalidProtocolBufferException;
+import org.apache.arrow.flight.FlightClient;
+import org.apache.arrow.flight.FlightDescriptor;
+import org.apache.arrow.flight.PutResult;
+import org.apache.arrow.memory.ArrowBuf;
+import org.apache.arrow.vector.VectorSchemaRoot;
+
+import java.util.function.Consumer;
+
+/**
+ * PutStream is one open DoPut (proto/README.md): the caller fills the stream's {@link
+ * VectorSchemaRoot} and calls {@link #putNext()} per record batch; the gateway answers each batch
+ * with a {@link WriteAck} once it is durable.
+ *
+ * <p>Threading: putNext/awaitAcks/complete/close are called by one thread (the sink writer);
+ * acks and errors arrive on gRPC threads. At most {@code maxInFlight} batches are unacknowledged:
+ * putNext blocks beyond that (back pressure). The first gateway error is kept and thrown, as a
+ * {@link SetatsGatewayException} with the gateway's message, by every later call.
+ *
+ * <p>Buffers: after putNext the root's buffers are still referenced by the queued message, so the
+ * caller must {@code clear()} the root (new buffers) rather than overwrite them in place.
+ */
+public final class PutStream implements AutoCloseable {
+
+    private final String call;
+    private final int maxInFlight;
+    private final Consumer<WriteAck> onAck;
+    private volatile Consumer<RuntimeException> onFailure;
+    private final Object lock = new Object();
+    private FlightClient.ClientStreamListener stream;
+
+    // Guarded by lock.
+    private long sent;
+    private long acked;
+    private long ackedRows;
+    private volatile RuntimeException failure;
+    private boolean serverDone;
+    private boolean completed;
+
+    private PutStream(String call, int maxInFlight, Consumer<WriteAck> onAck) {
+        this.call = call;
+        this.maxInFlight = Math.max(1, maxInFlight);
+        this.onAck = onAck;
+    }
+
+    static PutStream start(
+            FlightClient client,
+            WriteCommand command,
+            VectorSchemaRoot root,
+            int maxInFlight,
+            Consumer<WriteAck> onAck,
+            String call) {
+        PutStream ps = new PutStream(call, maxInFlight, onAck);
+        try {
+            ps.stream =
+                    client.startPut(
+                            FlightDescriptor.command(command.toByteArray()), root, ps.listener());
+        } catch (RuntimeException e) {
+            throw SetatsGatewayException.of(call, e);
+        }
+        return ps;
+    }
+
+    private FlightClient.PutListener listener() {
+        return new FlightClient.PutListener() {
+            @Override
+            public void onNext(PutResult val) {
+                WriteAck ack;
+                try {
+                    ArrowBuf meta = val.getApplicationMetadata();
+                    byte[] bytes = new byte[meta == null ? 0 : (int) meta.readableBytes()];
+                    if (bytes.length > 0) {
+                        meta.getBytes(meta.readerIndex(), bytes);
+                    }
+                    ack = WriteAck.parseFrom(bytes);
+                } catch (InvalidProtocolBufferException | RuntimeException e) {
+                    fail(
+                            new SetatsGatewayException(
+                                    call,
+                                    "INTERNAL",
+                                    "unparsable WriteAck: " + e.getMessage(),
+                                    e));
+                    return;
+                }
+                synchronized (lock) {
+                    if (ack.getBatchSeq() != acked) {
+                        failLocked(
+                                new SetatsGatewayException(
+                                        call,
+                                        "INTERNAL",
+                                        "WriteAck for batch "
+                                                + ack.getBatchSeq()
+                                                + " while batch "
+                                                + acked
+                                                + " was next",
+                                        null));
+                        return;
+                    }
+                    acked++;
+                    ackedRows += ack.getRows();
+                    lock.notifyAll();
+                }
+                if (onAck != null) {
+                    onAck.accept(ack);
+                }
+            }
+
+            @Override
+            public void onError(Throwable t) {
+                fail(SetatsGatewayException.of(call, t));
+            }
+
+            @Override
+            public void onCompleted() {
+                synchronized (lock) {
+                    serverDone = true;
+                    lock.notifyAll();
+                }
+            }
+
+            @Override
+            public void getResult() {
+                // Completion is tracked through onCompleted/onError.
+            }
+        };
+    }
+
+    private void fail(RuntimeException e) {
+        synchronized (lock) {
+            failLocked(e);
+        }
+    }
+
+    private void failLocked(RuntimeException e) {
+        boolean first = failure == null;
+        if (first) {
+            failure = e;
+        }
+        lock.notifyAll();
+        Consumer<RuntimeException> hook = onFailure;
+        if (first && hook != null && !completed) {
+            hook.accept(e);
+        }
+    }
+
+    /**
+     * Sets a hook called once, on a gRPC thread, with the stream's first failure (not after
+     * {@link #close()}), e.g. to fail a Flink task without waiting for its next write.
+     */
+    public void setOnFailure(Consumer<RuntimeException> hook) {
+        this.onFailure = hook;
+    }
+
+    /**
+     * Sends the root's current rows as the next record batch. Blocks while {@code maxInFlight}
+     * batches are unacknowledged.
+     *
+     * @throws SetatsGatewayException when the stream failed (gateway error)
+     */
+    public void putNext() throws InterruptedException {
+        synchronized (lock) {
+            while (failure == null && !serverDone && sent - acked >= maxInFlight) {
+                lock.wait();
+            }
+            checkLocked();
+            if (serverDone) {
+                throw new SetatsGatewayException(
+                        call, "INTERNAL", "the gateway ended the DoPut stream early", null);
+            }
+            sent++;
+        }
+        try {
+            stream.putNext();
+        } catch (RuntimeException e) {
+            fail(SetatsGatewayException.of(call, e));
+            check();
+        }
+    }
+
+    /**
+     * Blocks until every sent batch is acknowledged (durable).
+     *
+     * @throws SetatsGatewayException when the stream failed before that
+     */
+    public void awaitAcks() throws InterruptedException {
+        synchronized (lock) {
+            while (failure == null && acked < sent && !serverDone) {
+                lock.wait();
+            }
+            checkLocked();
+            if (acked < sent) {
+                throw new SetatsGatewayException(
+                        call,
+                        "INTERNAL",
+                        "the gateway ended the DoPut stream with "
+                                + (sent - acked)
+                                + " batch(es) unacknowledged",
+                        null);
+            }
+        }
+    }
+
+    /** Throws the stream's failure, if any (cheap: one volatile read). */
+    public void check() {
+        RuntimeException f = failure;
+        if (f != null) {
+            throw f;
+        }
+    }
+
+    private void checkLocked() {
+        if (failure != null) {
+            throw failure;
+        }
+    }
+
+    /** Whether the stream has failed. */
+    public boolean failed() {
+        return failure != null;
+    }
+
+    /** Batches sent so far. */
+    public long sentBatches() {
+        synchronized (lock) {
+            return sent;
+        }
+    }
+
+    /** Batches acknowledged so far. */
+    public long ackedBatches() {
+        synchronized (lock) {
+            return acked;
+        }
+    }
+
+    /** Rows acknowledged so far (sum of WriteAck.rows). */
+    public long ackedRows() {
+        synchronized (lock) {
+            return ackedRows;
+        }
+    }
+
+    /**
+     * Waits for every ack, half-closes the stream and waits for the gateway to end it.
+     *
+     * @throws SetatsGatewayException on a gateway error
+     */
+    public void complete() throws InterruptedException {
+        awaitAcks();
+        synchronized (lock) {
+            if (completed) {
+                return;
+            }
+            completed = true;
+        }
+        stream.completed();
+        synchronized (lock) {
+            while (failure == null && !serverDone) {
+                lock.wait();
+            }
+            checkLocked();
+        }
+    }
+
+    /** Cancels the stream unless it was completed; safe to call twice. */
+    @Override
+    public void close() {
+        boolean cancel;
+        synchronized (lock) {
+            cancel = !completed && !serverDone;
+            completed = true;
+            if (failure == null && cancel) {
+                failure =
+                        new SetatsGatewayException(call, "CANCELLED", "stream closed", null);
+            }
+            lock.notifyAll();
+        }
+        if (cancel && stream != null) {
+            try {
+                stream.error(new RuntimeException("setats sink writer closed"));
+            } catch (RuntimeException ignored) {
+                // The stream may already be gone.
+            }
+        }
+    }
+}

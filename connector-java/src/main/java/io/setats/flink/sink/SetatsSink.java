@@ -1,0 +1,310 @@
+package io.setats.flink.sink;
+
+import io.setats.flink.SetatsConnectorOptions.MergeEngine;
+import io.setats.flink.client.GatewayClient;
+import io.setats.flink.sink.serializer.SetatsRecordSerializer;
+import io.setats.flink.sink.writer.SetatsSinkWriter;
+import io.setats.flink.utils.SetatsTypes;
+import io.setats.proto.v1.CatalogContext;
+import io.setats.proto.v1.Column;
+import io.setats.proto.v1.GatewayInfo;
+import io.setats.proto.v1.TableInfo;
+import io.setats.proto.v1.TableSpec;
+
+import org.apache.flink.api.connector.sink2.Sink;
+import org.apache.flink.api.connector.sink2.SinkWriter;
+import org.apache.flink.api.connector.sink2.WriterInitContext;
+import org.apache.flink.streaming.api.connector.sink2.SupportsPreWriteTopology;
+import org.apache.flink.streaming.api.datastream.DataStream;
+import org.apache.flink.table.api.ValidationException;
+import org.apache.flink.table.data.RowData;
+import org.apache.flink.table.types.logical.RowType;
+
+import java.io.IOException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+
+/**
+ * SetatsSink writes upserts into a Setats primary-key table through the gateway's DoPut (SPEC
+ * section 3), at least once.
+ *
+ * <p>Topology: before the writers, rows are partitioned so that exactly one writer subtask owns
+ * each (partition, bucket) ({@link BucketOwnerRouter}); the bucket layout is resolved from the
+ * gateway when the job is built ({@link #resolveLayout()}). Each {@link SetatsSinkWriter} buffers
+ * rows into Arrow record batches (the declared columns plus {@code _row_kind}), sends them on
+ * flush interval or buffer size, and on checkpoint and end of input waits until every sent batch
+ * is acknowledged as durable.
+ *
+ * <p>Build one with {@link #builder()} (RowData input) or {@link SetatsSinkBuilder#setSerializer}
+ * (any input type). The SQL factory {@code setats} builds the same sink.
+ */
+public final class SetatsSink<IN> implements Sink<IN>, SupportsPreWriteTopology<IN> {
+
+    private static final long serialVersionUID = 1L;
+
+    private final String managerUrl;
+    private final String warehouse;
+    private final String catalogType;
+    private final String catalogName;
+    private final String uri;
+    private final String database;
+    private final String table;
+    private final RowType rowType;
+    private final List<String> primaryKey;
+    private final List<String> partitionKeys;
+    private final int bucket;
+    private final List<String> bucketKey;
+    private final boolean bucketKeyExplicit;
+    private final MergeEngine mergeEngine;
+    private final String location;
+    private final Map<String, String> tableOptions;
+    private final Map<String, String> columnComments;
+    private final Duration flushInterval;
+    private final int bufferRows;
+    private final long bufferBytes;
+    private final int maxInFlightBatches;
+    private final SetatsRecordSerializer<IN> serializer;
+
+    /** Resolved by {@link #resolveLayout()} (job build) or lazily by the writer. */
+    private SetatsTableLayout layout;
+
+    SetatsSink(SetatsSinkBuilder<IN> b) {
+        this.managerUrl = b.managerUrl;
+        this.warehouse = b.warehouse;
+        this.catalogType = b.catalogType;
+        this.catalogName = b.catalogName;
+        this.uri = b.uri;
+        this.database = b.database;
+        this.table = b.table;
+        this.rowType = b.rowType;
+        this.primaryKey = Collections.unmodifiableList(new ArrayList<>(b.primaryKey));
+        this.partitionKeys = Collections.unmodifiableList(new ArrayList<>(b.partitionKeys));
+        this.bucket = b.bucket;
+        this.bucketKey = Collections.unmodifiableList(new ArrayList<>(b.bucketKey));
+        this.bucketKeyExplicit = b.bucketKeyExplicit;
+        this.mergeEngine = b.mergeEngine;
+        this.location = b.location;
+        this.tableOptions = Collections.unmodifiableMap(new LinkedHashMap<>(b.tableOptions));
+        this.columnComments = Collections.unmodifiableMap(new LinkedHashMap<>(b.columnComments));
+        this.flushInterval = b.flushInterval;
+        this.bufferRows = b.bufferRows;
+        this.bufferBytes = b.bufferBytes;
+        this.maxInFlightBatches = b.maxInFlightBatches;
+        this.serializer = b.serializer;
+    }
+
+    /** A builder for a sink whose input is {@link RowData}. */
+    public static SetatsSinkBuilder<RowData> builder() {
+        return new SetatsSinkBuilder<>(SetatsRecordSerializer.rowData());
+    }
+
+    // --------------------------------------------------------------------------------------------
+    // Sink
+    // --------------------------------------------------------------------------------------------
+
+    /** Not used by Flink 1.20's runtime, which calls {@link #createWriter(WriterInitContext)}. */
+    @Override
+    @Deprecated
+    public SinkWriter<IN> createWriter(InitContext context) throws IOException {
+        throw new UnsupportedOperationException(
+                "SetatsSink needs a WriterInitContext (Flink 1.19+ runtime)");
+    }
+
+    @Override
+    public SinkWriter<IN> createWriter(WriterInitContext context) throws IOException {
+        return new SetatsSinkWriter<>(this, layout(), context);
+    }
+
+    @Override
+    public DataStream<IN> addPreWriteTopology(DataStream<IN> input) {
+        SetatsTableLayout l = resolveLayout();
+        return input.partitionCustom(
+                new BucketOwnerRouter.OwnerPartitioner(),
+                new BucketOwnerRouter<>(serializer, rowType, l));
+    }
+
+    /** The layout, resolving it from the gateway the first time. */
+    public synchronized SetatsTableLayout layout() {
+        if (layout == null) {
+            layout = resolveLayout();
+        }
+        return layout;
+    }
+
+    /**
+     * Asks the gateway for the table's layout: the existing table's partition keys, bucket count
+     * and bucket key (explicit 'bucket' / 'bucket-key' options must match them), or, when the
+     * table does not exist yet, the sink's own with {@code bucket = -1} meaning the gateway's
+     * default bucket count. Also checks the warehouse.
+     *
+     * @throws ValidationException on a layout mismatch or a routing column missing from the sink
+     * @throws io.setats.flink.client.SetatsGatewayException on a gateway error
+     */
+    public synchronized SetatsTableLayout resolveLayout() {
+        try (GatewayClient client = GatewayClient.connect(managerUrl, catalogContext())) {
+            GatewayInfo info = client.checkWarehouse(warehouse);
+            Optional<TableInfo> existing = client.getTable(database, table);
+            SetatsTableLayout l;
+            if (existing.isPresent()) {
+                TableSpec spec = existing.get().getSpec();
+                String name = database + "." + table;
+                if (bucket > 0 && bucket != spec.getBucketCount()) {
+                    throw new ValidationException(
+                            "Option 'bucket' = "
+                                    + bucket
+                                    + " does not match table "
+                                    + name
+                                    + ", which has "
+                                    + spec.getBucketCount()
+                                    + " buckets.");
+                }
+                if (bucketKeyExplicit && !bucketKey.equals(spec.getBucketKeyList())) {
+                    throw new ValidationException(
+                            "Option 'bucket-key' = '"
+                                    + String.join(",", bucketKey)
+                                    + "' does not match table "
+                                    + name
+                                    + ", whose bucket key is "
+                                    + spec.getBucketKeyList()
+                                    + ".");
+                }
+                for (String c : spec.getPrimaryKeyList()) {
+                    if (rowType.getFieldIndex(c) < 0) {
+                        throw new ValidationException(
+                                "The sink must declare every primary-key column of table "
+                                        + name
+                                        + "; '"
+                                        + c
+                                        + "' is missing (primary key "
+                                        + spec.getPrimaryKeyList()
+                                        + ").");
+                    }
+                }
+                l =
+                        new SetatsTableLayout(
+                                spec.getPartitionKeysList(),
+                                spec.getBucketCount(),
+                                spec.getBucketKeyList());
+            } else {
+                int count = bucket > 0 ? bucket : info.getDefaultBucketCount();
+                if (count <= 0) {
+                    throw new ValidationException(
+                            "The gateway reports default bucket count "
+                                    + info.getDefaultBucketCount()
+                                    + "; set option 'bucket'.");
+                }
+                l = new SetatsTableLayout(partitionKeys, count, bucketKey);
+            }
+            this.layout = l;
+            return l;
+        }
+    }
+
+    // --------------------------------------------------------------------------------------------
+    // What the writer needs
+    // --------------------------------------------------------------------------------------------
+
+    /** The CatalogContext of every request. */
+    public CatalogContext catalogContext() {
+        return CatalogContext.newBuilder()
+                .setWarehouse(warehouse)
+                .setCatalogType(catalogType)
+                .setCatalogName(catalogName)
+                .setUri(uri == null ? "" : uri)
+                .build();
+    }
+
+    /**
+     * The TableSpec sent as {@code create_if_absent} (SPEC section 3): the declared columns with
+     * their Setats types, primary key, partition keys, bucket count and key of {@code l}, merge
+     * engine, table options and location.
+     */
+    public TableSpec createIfAbsentSpec(SetatsTableLayout l) {
+        TableSpec.Builder spec =
+                TableSpec.newBuilder()
+                        .setDatabase(database)
+                        .setTable(table)
+                        .addAllPrimaryKey(primaryKey)
+                        .addAllPartitionKeys(partitionKeys)
+                        .setBucketCount(l.bucketCount())
+                        .addAllBucketKey(l.bucketKey())
+                        .setMergeEngine(mergeEngine.name())
+                        .putAllOptions(tableOptions);
+        if (location != null) {
+            spec.setLocation(location);
+        }
+        for (RowType.RowField f : rowType.getFields()) {
+            spec.addColumns(
+                    Column.newBuilder()
+                            .setName(f.getName())
+                            .setType(SetatsTypes.toTypeString(f.getName(), f.getType()))
+                            .setNotNull(!f.getType().isNullable())
+                            .setComment(columnComments.getOrDefault(f.getName(), ""))
+                            .build());
+        }
+        return spec.build();
+    }
+
+    public String managerUrl() {
+        return managerUrl;
+    }
+
+    public String warehouse() {
+        return warehouse;
+    }
+
+    public String database() {
+        return database;
+    }
+
+    public String table() {
+        return table;
+    }
+
+    /** The declared columns, in the order of the rows the serializer produces. */
+    public RowType rowType() {
+        return rowType;
+    }
+
+    public List<String> primaryKey() {
+        return primaryKey;
+    }
+
+    public List<String> partitionKeys() {
+        return partitionKeys;
+    }
+
+    public MergeEngine mergeEngine() {
+        return mergeEngine;
+    }
+
+    public Duration flushInterval() {
+        return flushInterval;
+    }
+
+    public int bufferRows() {
+        return bufferRows;
+    }
+
+    public long bufferBytes() {
+        return bufferBytes;
+    }
+
+    public int maxInFlightBatches() {
+        return maxInFlightBatches;
+    }
+
+    public SetatsRecordSerializer<IN> serializer() {
+        return serializer;
+    }
+
+    @Override
+    public String toString() {
+        return "SetatsSink(" + managerUrl + ", " + database + "." + table + ")";
+    }
+}

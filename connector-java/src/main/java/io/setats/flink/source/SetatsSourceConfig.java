@@ -1,0 +1,161 @@
+package io.setats.flink.source;
+
+import io.setats.flink.SetatsConnectorOptions;
+import io.setats.flink.SetatsConnectorOptions.StartupMode;
+import io.setats.flink.client.GatewayClient;
+import io.setats.proto.v1.CatalogContext;
+
+import org.apache.flink.configuration.Configuration;
+
+import javax.annotation.Nullable;
+
+import java.io.Serializable;
+import java.time.Duration;
+import java.util.Objects;
+
+/**
+ * SetatsSourceConfig is everything a {@link SetatsCdcSource} needs at runtime, on the JobManager
+ * (enumerator) and the TaskManagers (readers): where the gateway is, which table, where reading
+ * starts and how often new buckets are looked for (SPEC sections 2 and 5). Immutable and
+ * serializable; built by {@link SetatsCdcSourceBuilder} or the {@code setats-cdc} table factory.
+ */
+public final class SetatsSourceConfig implements Serializable {
+
+    private static final long serialVersionUID = 1L;
+
+    private final String managerUrl;
+    private final String warehouse;
+    private final String catalogType;
+    private final String catalogName;
+    private final String uri;
+    private final String database;
+    private final String table;
+    private final StartupMode startupMode;
+    @Nullable private final Long startupTimestampMs;
+    private final Duration discoveryInterval;
+    private final int expectedBucketCount;
+    @Nullable private final String expectedBucketKey;
+
+    public SetatsSourceConfig(
+            String managerUrl,
+            String warehouse,
+            String catalogType,
+            String catalogName,
+            String uri,
+            String database,
+            String table,
+            StartupMode startupMode,
+            @Nullable Long startupTimestampMs,
+            Duration discoveryInterval,
+            int expectedBucketCount,
+            @Nullable String expectedBucketKey) {
+        this.managerUrl = Objects.requireNonNull(managerUrl, "managerUrl");
+        this.warehouse = nullToEmpty(warehouse);
+        this.catalogType = nullToEmpty(catalogType);
+        this.catalogName = nullToEmpty(catalogName);
+        this.uri = nullToEmpty(uri);
+        this.database = Objects.requireNonNull(database, "database");
+        this.table = Objects.requireNonNull(table, "table");
+        this.startupMode = Objects.requireNonNull(startupMode, "startupMode");
+        if (startupMode == StartupMode.FROM_TIMESTAMP && startupTimestampMs == null) {
+            throw new IllegalArgumentException(
+                    "startup mode from-timestamp needs a start timestamp ('"
+                            + SetatsConnectorOptions.SCAN_TIMESTAMP_MILLIS.key() + "')");
+        }
+        if (startupMode != StartupMode.FROM_TIMESTAMP && startupTimestampMs != null) {
+            throw new IllegalArgumentException(
+                    "a start timestamp ('" + SetatsConnectorOptions.SCAN_TIMESTAMP_MILLIS.key()
+                            + "') is only used with startup mode from-timestamp, not " + startupMode);
+        }
+        this.startupTimestampMs = startupTimestampMs;
+        this.discoveryInterval = Objects.requireNonNull(discoveryInterval, "discoveryInterval");
+        if (discoveryInterval.isZero() || discoveryInterval.isNegative()) {
+            throw new IllegalArgumentException(
+                    "'" + SetatsConnectorOptions.BUCKET_DISCOVERY_INTERVAL.key()
+                            + "' must be positive, got " + discoveryInterval);
+        }
+        this.expectedBucketCount = expectedBucketCount;
+        this.expectedBucketKey = expectedBucketKey;
+    }
+
+    private static String nullToEmpty(String s) {
+        return s == null ? "" : s;
+    }
+
+    public String managerUrl() {
+        return managerUrl;
+    }
+
+    public String database() {
+        return database;
+    }
+
+    public String table() {
+        return table;
+    }
+
+    /** {@code database.table}, for messages. */
+    public String tablePath() {
+        return database + "." + table;
+    }
+
+    public StartupMode startupMode() {
+        return startupMode;
+    }
+
+    /** The from-timestamp start (ms since epoch); null for other modes. */
+    @Nullable
+    public Long startupTimestampMs() {
+        return startupTimestampMs;
+    }
+
+    public Duration discoveryInterval() {
+        return discoveryInterval;
+    }
+
+    /** The bucket count the user declared ('bucket'), or -1 when it is not checked. */
+    public int expectedBucketCount() {
+        return expectedBucketCount;
+    }
+
+    /** The bucket key the user declared ('bucket-key', comma list), or null when not checked. */
+    @Nullable
+    public String expectedBucketKey() {
+        return expectedBucketKey;
+    }
+
+    /** The catalog context sent with every request. */
+    public CatalogContext catalogContext() {
+        return CatalogContext.newBuilder()
+                .setWarehouse(warehouse)
+                .setCatalogType(catalogType)
+                .setCatalogName(catalogName)
+                .setUri(uri)
+                .build();
+    }
+
+    /** Opens a client of the configured gateway; the caller closes it. */
+    public GatewayClient connect() {
+        return GatewayClient.connect(managerUrl, catalogContext());
+    }
+
+    /**
+     * The declared 'bucket' and 'bucket-key' as options, for {@link
+     * io.setats.flink.SetatsOptionsUtil#checkLayoutMatches}.
+     */
+    public Configuration layoutOptions() {
+        Configuration c = new Configuration();
+        c.set(SetatsConnectorOptions.BUCKET, expectedBucketCount);
+        if (expectedBucketKey != null) {
+            c.set(SetatsConnectorOptions.BUCKET_KEY, expectedBucketKey);
+        }
+        return c;
+    }
+
+    @Override
+    public String toString() {
+        return "SetatsSourceConfig{" + managerUrl + " " + tablePath() + " startup=" + startupMode
+                + (startupTimestampMs != null ? "@" + startupTimestampMs : "")
+                + " discovery=" + discoveryInterval + "}";
+    }
+}

@@ -1,0 +1,417 @@
+package io.setats.flink.source.enumerator;
+
+import io.setats.flink.SetatsConnectorOptions.StartupMode;
+import io.setats.flink.SetatsOptionsUtil;
+import io.setats.flink.client.GatewayClient;
+import io.setats.flink.client.SetatsGatewayException;
+import io.setats.flink.source.SetatsSourceConfig;
+import io.setats.flink.source.split.SetatsSplit;
+import io.setats.flink.source.split.TableBucket;
+import io.setats.flink.source.state.SetatsEnumeratorState;
+import io.setats.flink.utils.ArrowRowDataReader;
+import io.setats.proto.v1.BucketOffsets;
+import io.setats.proto.v1.ListBucketsResponse;
+import io.setats.proto.v1.LookupOffsetsRequest;
+import io.setats.proto.v1.LookupOffsetsResponse;
+import io.setats.proto.v1.Notification;
+import io.setats.proto.v1.NotificationKind;
+import io.setats.proto.v1.ResolvedOffset;
+import io.setats.proto.v1.StartPosition;
+import io.setats.proto.v1.TableInfo;
+
+import org.apache.arrow.vector.types.pojo.Schema;
+import org.apache.flink.api.connector.source.SplitEnumerator;
+import org.apache.flink.api.connector.source.SplitEnumeratorContext;
+import org.apache.flink.api.connector.source.SplitsAssignment;
+import org.apache.flink.table.types.logical.RowType;
+import org.apache.flink.util.FlinkRuntimeException;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import javax.annotation.Nullable;
+
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.TreeSet;
+
+/**
+ * SetatsSourceEnumerator finds the splits (one per partition and bucket) of the table and assigns
+ * each to one reader (SPEC section 5).
+ *
+ * <ul>
+ *   <li>At start it checks the table: it exists, the declared 'bucket'/'bucket-key' match it, the
+ *       read columns exist with readable types. It then resolves the startup mode to concrete
+ *       offsets with {@code lookup-offsets} ({@code latest}: each bucket's end offset now, {@code
+ *       earliest}: its oldest retained offset, {@code from-timestamp}: the first row committed at
+ *       or after the timestamp, or a pending timestamp when the gateway cannot resolve it yet).
+ *   <li>It then looks for new buckets with {@code list-buckets} every {@code
+ *       bucket.discovery-interval}, and at once when the gateway's {@code watch} stream announces
+ *       NEW_BUCKET (kept open on its own thread and reopened after failures; without it discovery
+ *       still runs on the interval). A bucket found after start reads from its earliest retained
+ *       offset (from the timestamp in from-timestamp mode), so a new partition's first rows are not
+ *       lost (read-case R3).
+ *   <li>Splits go to readers as {@link SplitOwners#ownerOf} says, as soon as that reader is
+ *       registered; the state ({@link SetatsEnumeratorState}) is the set of assigned buckets and
+ *       the pending splits with their resolved positions.
+ * </ul>
+ *
+ * <p>All fields are touched only in the coordinator thread; gateway calls run in the context's
+ * worker thread ({@code callAsync}) and the watch loop on its own thread, which only posts to the
+ * coordinator thread.
+ */
+public final class SetatsSourceEnumerator
+        implements SplitEnumerator<SetatsSplit, SetatsEnumeratorState> {
+
+    private static final Logger LOG = LoggerFactory.getLogger(SetatsSourceEnumerator.class);
+
+    private final SplitEnumeratorContext<SetatsSplit> context;
+    private final SetatsSourceConfig config;
+    @Nullable private final RowType readType;
+    private final boolean watchEnabled;
+
+    private final Set<TableBucket> assigned = new TreeSet<>();
+    private final Map<TableBucket, SetatsSplit> pending = new TreeMap<>();
+    private boolean startupResolved;
+
+    private boolean discoveryInFlight;
+    private boolean discoveryRequested;
+
+    private GatewayClient client;
+    private WatchLoop watchLoop;
+
+    /**
+     * @param readType the columns the readers read, checked against the table at start; null skips
+     *     the check
+     * @param watchEnabled whether to keep the gateway's watch stream open (tests turn it off to
+     *     prove that interval discovery alone works)
+     */
+    public SetatsSourceEnumerator(
+            SplitEnumeratorContext<SetatsSplit> context,
+            SetatsSourceConfig config,
+            @Nullable RowType readType,
+            SetatsEnumeratorState state,
+            boolean watchEnabled) {
+        this.context = context;
+        this.config = config;
+        this.readType = readType;
+        this.watchEnabled = watchEnabled;
+        this.startupResolved = state.startupResolved();
+        this.assigned.addAll(state.assignedBuckets());
+        for (SetatsSplit split : state.pendingSplits()) {
+            pending.put(split.tableBucket(), split);
+        }
+    }
+
+    @Override
+    public void start() {
+        client = config.connect();
+        if (watchEnabled) {
+            watchLoop = new WatchLoop();
+            watchLoop.start();
+        }
+        final boolean resolve = !startupResolved;
+        context.callAsync(() -> checkTableAndResolve(resolve), this::onStartup);
+    }
+
+    // ------------------------------------------------------------------------------------------
+    // Startup: check the table, resolve the startup mode (worker thread), then take the result
+    // (coordinator thread).
+
+    private List<SetatsSplit> checkTableAndResolve(boolean resolve) {
+        TableInfo info =
+                client.getTable(config.database(), config.table())
+                        .orElseThrow(
+                                () ->
+                                        new FlinkRuntimeException(
+                                                "Setats table "
+                                                        + config.tablePath()
+                                                        + " does not exist (gateway "
+                                                        + config.managerUrl()
+                                                        + ")"));
+        SetatsOptionsUtil.checkLayoutMatches(config.layoutOptions(), info.getSpec());
+        if (readType != null && !info.getArrowSchema().isEmpty()) {
+            Schema schema = Schema.deserializeMessage(ByteBuffer.wrap(info.getArrowSchema().toByteArray()));
+            try {
+                ArrowRowDataReader.validate(readType, schema);
+            } catch (IllegalArgumentException e) {
+                throw new FlinkRuntimeException(
+                        "The columns of the setats-cdc source do not match table "
+                                + config.tablePath()
+                                + ": "
+                                + e.getMessage(),
+                        e);
+            }
+        }
+        if (!resolve) {
+            return null;
+        }
+        LookupOffsetsRequest.Builder req =
+                LookupOffsetsRequest.newBuilder()
+                        .setDatabase(config.database())
+                        .setTable(config.table());
+        StartupMode mode = config.startupMode();
+        switch (mode) {
+            case EARLIEST:
+                req.setPosition(StartPosition.EARLIEST);
+                break;
+            case LATEST:
+                req.setPosition(StartPosition.LATEST);
+                break;
+            case FROM_TIMESTAMP:
+                req.setTimestampMs(config.startupTimestampMs());
+                break;
+            default:
+                throw new IllegalStateException("Unknown startup mode " + mode);
+        }
+        LookupOffsetsResponse resp = client.lookupOffsets(req.build());
+        List<SetatsSplit> splits = new ArrayList<>();
+        for (ResolvedOffset r : resp.getOffsetsList()) {
+            TableBucket tb = new TableBucket(r.getPartition(), r.getBucket());
+            if (mode == StartupMode.FROM_TIMESTAMP && !r.getResolved()) {
+                splits.add(SetatsSplit.atTimestamp(tb, r.getOffset(), config.startupTimestampMs()));
+            } else {
+                splits.add(SetatsSplit.atOffset(tb, r.getOffset()));
+            }
+        }
+        return splits;
+    }
+
+    private void onStartup(@Nullable List<SetatsSplit> resolved, @Nullable Throwable error) {
+        if (error != null) {
+            throw new FlinkRuntimeException(
+                    "The setats-cdc source of table "
+                            + config.tablePath()
+                            + " could not start: "
+                            + error.getMessage(),
+                    error);
+        }
+        if (resolved != null) {
+            for (SetatsSplit split : resolved) {
+                addIfNew(split);
+            }
+            startupResolved = true;
+            LOG.info(
+                    "Resolved startup mode {} of table {} to {}",
+                    config.startupMode(),
+                    config.tablePath(),
+                    resolved);
+        }
+        long interval = config.discoveryInterval().toMillis();
+        context.callAsync(this::listBuckets, this::onBucketsListed, interval, interval);
+        // Close the gap between the startup lookup and the first interval.
+        requestDiscovery();
+        assignPending();
+    }
+
+    // ------------------------------------------------------------------------------------------
+    // Discovery
+
+    private ListBucketsResponse listBuckets() {
+        return client.listBuckets(config.database(), config.table());
+    }
+
+    /** Runs one discovery soon; coalesces requests while one is running. Coordinator thread. */
+    private void requestDiscovery() {
+        if (!startupResolved) {
+            return; // the startup lookup sees every bucket; discovery starts after it
+        }
+        if (discoveryInFlight) {
+            discoveryRequested = true;
+            return;
+        }
+        discoveryInFlight = true;
+        context.callAsync(
+                this::listBuckets,
+                (resp, err) -> {
+                    discoveryInFlight = false;
+                    onBucketsListed(resp, err);
+                    if (discoveryRequested) {
+                        discoveryRequested = false;
+                        requestDiscovery();
+                    }
+                });
+    }
+
+    private void onBucketsListed(@Nullable ListBucketsResponse resp, @Nullable Throwable error) {
+        if (error != null) {
+            LOG.warn(
+                    "Looking for new buckets of table {} failed; trying again later",
+                    config.tablePath(),
+                    error);
+            return;
+        }
+        List<SetatsSplit> found = new ArrayList<>();
+        for (BucketOffsets b : resp.getBucketsList()) {
+            TableBucket tb = new TableBucket(b.getPartition(), b.getBucket());
+            if (assigned.contains(tb) || pending.containsKey(tb)) {
+                continue;
+            }
+            // A bucket that appeared after start: read it from its first retained row.
+            SetatsSplit split =
+                    config.startupMode() == StartupMode.FROM_TIMESTAMP
+                            ? SetatsSplit.atTimestamp(tb, b.getStartOffset(), config.startupTimestampMs())
+                            : SetatsSplit.atOffset(tb, b.getStartOffset());
+            found.add(split);
+            pending.put(tb, split);
+        }
+        if (!found.isEmpty()) {
+            LOG.info("Found new buckets of table {}: {}", config.tablePath(), found);
+            assignPending();
+        }
+    }
+
+    private void addIfNew(SetatsSplit split) {
+        TableBucket tb = split.tableBucket();
+        if (!assigned.contains(tb) && !pending.containsKey(tb)) {
+            pending.put(tb, split);
+        }
+    }
+
+    // ------------------------------------------------------------------------------------------
+    // Assignment
+
+    private void assignPending() {
+        int parallelism = context.currentParallelism();
+        Map<Integer, List<SetatsSplit>> assignment = new HashMap<>();
+        Iterator<Map.Entry<TableBucket, SetatsSplit>> it = pending.entrySet().iterator();
+        while (it.hasNext()) {
+            Map.Entry<TableBucket, SetatsSplit> e = it.next();
+            int owner = SplitOwners.ownerOf(e.getKey(), parallelism);
+            if (context.registeredReaders().containsKey(owner)) {
+                assignment.computeIfAbsent(owner, k -> new ArrayList<>()).add(e.getValue());
+                assigned.add(e.getKey());
+                it.remove();
+            }
+        }
+        if (!assignment.isEmpty()) {
+            LOG.info("Assigning splits of table {}: {}", config.tablePath(), assignment);
+            context.assignSplits(new SplitsAssignment<>(assignment));
+        }
+    }
+
+    @Override
+    public void handleSplitRequest(int subtaskId, @Nullable String requesterHostname) {
+        // Splits are pushed when found; readers never ask.
+    }
+
+    @Override
+    public void addSplitsBack(List<SetatsSplit> splits, int subtaskId) {
+        LOG.info("Splits {} of table {} come back from reader {}", splits, config.tablePath(), subtaskId);
+        for (SetatsSplit split : splits) {
+            assigned.remove(split.tableBucket());
+            pending.put(split.tableBucket(), split);
+        }
+        assignPending();
+    }
+
+    @Override
+    public void addReader(int subtaskId) {
+        assignPending();
+    }
+
+    @Override
+    public SetatsEnumeratorState snapshotState(long checkpointId) {
+        return new SetatsEnumeratorState(startupResolved, assigned, new ArrayList<>(pending.values()));
+    }
+
+    @Override
+    public void close() {
+        if (watchLoop != null) {
+            watchLoop.close();
+        }
+        if (client != null) {
+            client.close();
+        }
+    }
+
+    // ------------------------------------------------------------------------------------------
+    // Watch: NEW_BUCKET notifications trigger discovery at once.
+
+    private final class WatchLoop implements Runnable {
+        private static final long MIN_BACKOFF_MS = 500;
+        private static final long MAX_BACKOFF_MS = 30_000;
+
+        private final Thread thread;
+        private volatile boolean running = true;
+        private volatile GatewayClient.WatchStream current;
+
+        WatchLoop() {
+            thread = new Thread(this, "setats-cdc watch " + config.tablePath());
+            thread.setDaemon(true);
+        }
+
+        void start() {
+            thread.start();
+        }
+
+        @Override
+        public void run() {
+            long backoff = MIN_BACKOFF_MS;
+            while (running) {
+                try (GatewayClient.WatchStream stream = client.watch(config.database(), config.table())) {
+                    current = stream;
+                    while (running && stream.hasNext()) {
+                        Notification n = stream.next();
+                        if (n.getKind() == NotificationKind.READY) {
+                            backoff = MIN_BACKOFF_MS;
+                            // Anything that happened while not subscribed is found by this look.
+                            context.runInCoordinatorThread(SetatsSourceEnumerator.this::requestDiscovery);
+                        } else if (n.getKind() == NotificationKind.NEW_BUCKET && isOurTable(n)) {
+                            LOG.debug("NEW_BUCKET {} of table {}", n, config.tablePath());
+                            context.runInCoordinatorThread(SetatsSourceEnumerator.this::requestDiscovery);
+                        }
+                    }
+                } catch (SetatsGatewayException e) {
+                    if (running) {
+                        LOG.info(
+                                "The watch stream of table {} failed ({}); discovery keeps running "
+                                        + "every {}, reconnecting in {} ms",
+                                config.tablePath(),
+                                e.getMessage(),
+                                config.discoveryInterval(),
+                                backoff);
+                    }
+                } catch (RuntimeException e) {
+                    if (running) {
+                        LOG.warn("The watch loop of table {} failed", config.tablePath(), e);
+                    }
+                } finally {
+                    current = null;
+                }
+                if (!running) {
+                    break;
+                }
+                try {
+                    Thread.sleep(backoff); // reconnect back-off, not on the read path
+                } catch (InterruptedException e) {
+                    break;
+                }
+                backoff = Math.min(backoff * 2, MAX_BACKOFF_MS);
+            }
+        }
+
+        private boolean isOurTable(Notification n) {
+            return n.getDatabase().equals(config.database()) && n.getTable().equals(config.table());
+        }
+
+        void close() {
+            running = false;
+            GatewayClient.WatchStream s = current;
+            if (s != null) {
+                s.close();
+            }
+            thread.interrupt();
+            try {
+                thread.join(10_000);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+}

@@ -1,0 +1,257 @@
+package io.setats.flink.source.reader;
+
+import io.setats.flink.client.GatewayClient;
+import io.setats.flink.client.SetatsGatewayException;
+import io.setats.flink.source.deserializer.ChangelogRecord;
+import io.setats.flink.source.split.SetatsSplit;
+import io.setats.flink.source.split.TableBucket;
+import io.setats.flink.utils.ArrowRowDataReader;
+import io.setats.proto.v1.ChangelogTicket;
+
+import org.apache.arrow.flight.FlightRuntimeException;
+import org.apache.arrow.flight.FlightStream;
+import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.flink.table.types.logical.RowType;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * BucketStream keeps one live DoGet stream of one bucket's changelog ({@code ChangelogTicket}
+ * with {@code follow = true}, from the split's position) on its own thread. The gateway pushes
+ * rows as soon as they are durable (SPEC section 5); each record batch is converted to {@link
+ * ChangelogRecord}s right away (so no Arrow memory outlives the batch) and handed to the split
+ * reader through the shared, bounded {@link Handover}, which is the back pressure: a full handover
+ * stops this thread, which stops asking gRPC for more.
+ *
+ * <p>The thread is never interrupted (see {@link Handover}): {@link #close()} cancels the DoGet,
+ * which ends {@code FlightStream.next()}, and releases the waits of this thread.
+ *
+ * <p>Offsets are checked to be dense: a stream started at an offset must deliver exactly that
+ * offset first and then +1 per row; a gap fails the stream, rows are never skipped silently. Any
+ * failure (gateway error such as OutOfRange for an expired position, the stream ending, a gap) is
+ * handed over as a {@link Failure} naming the table, partition, bucket and position.
+ */
+final class BucketStream implements Runnable {
+
+    private static final Logger LOG = LoggerFactory.getLogger(BucketStream.class);
+
+    /** Handed-over element: converted rows of one record batch of one split. */
+    static final class Batch {
+        final String splitId;
+        final List<ChangelogRecord> records;
+
+        Batch(String splitId, List<ChangelogRecord> records) {
+            this.splitId = splitId;
+            this.records = records;
+        }
+    }
+
+    /** Handed-over element: the stream of a split failed. */
+    static final class Failure {
+        final String splitId;
+        final Throwable cause;
+
+        Failure(String splitId, Throwable cause) {
+            this.splitId = splitId;
+            this.cause = cause;
+        }
+    }
+
+    private final GatewayClient client;
+    private final SetatsSplit split;
+    private final ChangelogTicket ticket;
+    private final RowType readType;
+    private final Handover handover;
+    private final Thread thread;
+    private final Object pauseLock = new Object();
+
+    private volatile boolean closed;
+    private volatile FlightStream stream;
+    private boolean paused; // guarded by pauseLock
+
+    BucketStream(
+            GatewayClient client,
+            String database,
+            String table,
+            SetatsSplit split,
+            RowType readType,
+            Handover handover,
+            String threadNamePrefix) {
+        this.client = client;
+        this.split = split;
+        this.readType = readType;
+        this.handover = handover;
+        TableBucket tb = split.tableBucket();
+        ChangelogTicket.Builder t =
+                ChangelogTicket.newBuilder()
+                        .setDatabase(database)
+                        .setTable(table)
+                        .setPartition(tb.partition())
+                        .setBucket(tb.bucket())
+                        .setFollow(true);
+        if (split.startingTimestampMs() != null) {
+            t.setTimestampMs(split.startingTimestampMs());
+        } else {
+            t.setOffset(split.startingOffset());
+        }
+        this.ticket = t.build();
+        this.thread = new Thread(this, threadNamePrefix + " " + split.splitId());
+        this.thread.setDaemon(true);
+    }
+
+    void start() {
+        thread.start();
+    }
+
+    String splitId() {
+        return split.splitId();
+    }
+
+    /** Stops handing batches over until {@link #resume()} (watermark alignment). */
+    void pause() {
+        synchronized (pauseLock) {
+            paused = true;
+        }
+    }
+
+    void resume() {
+        synchronized (pauseLock) {
+            paused = false;
+            pauseLock.notifyAll();
+        }
+    }
+
+    /**
+     * Cancels the DoGet and releases this thread's waits so it ends; does not wait for it (see
+     * {@link #join}). Idempotent, any thread.
+     */
+    void close() {
+        closed = true;
+        FlightStream s = stream;
+        if (s != null) {
+            try {
+                s.cancel("Setats split reader closed", null);
+            } catch (RuntimeException e) {
+                LOG.debug("Cancelling the stream of {} failed", split, e);
+            }
+        }
+        synchronized (pauseLock) {
+            pauseLock.notifyAll();
+        }
+        handover.releaseProducers();
+    }
+
+    private boolean isOpen() {
+        return !closed;
+    }
+
+    /** Waits up to {@code timeoutMs} for the thread to end; returns whether it ended. */
+    boolean join(long timeoutMs) throws InterruptedException {
+        thread.join(timeoutMs);
+        return !thread.isAlive();
+    }
+
+    private String position() {
+        return split.startingTimestampMs() != null
+                ? "the first row committed at or after " + split.startingTimestampMs() + " ms"
+                : "offset " + split.startingOffset();
+    }
+
+    @Override
+    public void run() {
+        FlightStream s = null;
+        try {
+            s = client.readChangelog(ticket);
+            stream = s;
+            if (closed) {
+                return;
+            }
+            VectorSchemaRoot root = s.getRoot();
+            ArrowRowDataReader reader = ArrowRowDataReader.create(readType, root.getSchema());
+            if (!reader.hasChangelogColumns()) {
+                throw new IOException(
+                        client.describe(ticket) + ": the stream lacks the _offset/_commit_timestamp columns");
+            }
+            long expected = split.startingTimestampMs() == null ? split.startingOffset() : -1;
+            TableBucket tb = split.tableBucket();
+            while (!closed && s.next()) {
+                int n = root.getRowCount();
+                if (n == 0) {
+                    continue;
+                }
+                reader.bind(root);
+                List<ChangelogRecord> rows = new ArrayList<>(n);
+                for (int i = 0; i < n; i++) {
+                    long offset = reader.offset(i);
+                    if (expected >= 0 && offset != expected) {
+                        throw new IOException(
+                                String.format(
+                                        "%s: expected offset %d next but the gateway sent offset %d "
+                                                + "(rows are never skipped silently)",
+                                        client.describe(ticket), expected, offset));
+                    }
+                    expected = offset + 1;
+                    rows.add(new ChangelogRecord(reader.read(i), offset, reader.commitTimestampMs(i), tb));
+                }
+                awaitNotPaused();
+                handover.put(new Batch(split.splitId(), rows), this::isOpen);
+            }
+            if (!closed) {
+                throw new IOException(
+                        client.describe(ticket)
+                                + ": the gateway ended the stream, which should follow new rows");
+            }
+        } catch (InterruptedException e) {
+            if (!closed) {
+                fail(e);
+            }
+        } catch (Throwable t) {
+            if (!closed) {
+                fail(t);
+            }
+        } finally {
+            if (s != null) {
+                try {
+                    s.close();
+                } catch (Exception e) {
+                    LOG.debug("Closing the stream of {} failed", split, e);
+                }
+            }
+        }
+    }
+
+    private void fail(Throwable t) {
+        Throwable cause =
+                t instanceof FlightRuntimeException
+                        ? SetatsGatewayException.of(client.describe(ticket), t)
+                        : t;
+        IOException failure =
+                new IOException(
+                        String.format(
+                                "Reading the changelog of %s of table %s.%s from %s failed: %s",
+                                split.tableBucket(),
+                                ticket.getDatabase(),
+                                ticket.getTable(),
+                                position(),
+                                cause.getMessage()),
+                        cause);
+        LOG.warn("{}", failure.getMessage());
+        try {
+            handover.put(new Failure(split.splitId(), failure), this::isOpen);
+        } catch (InterruptedException ignored) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    private void awaitNotPaused() throws InterruptedException {
+        synchronized (pauseLock) {
+            while (paused && !closed) {
+                pauseLock.wait();
+            }
+        }
+    }
+}

@@ -1,0 +1,90 @@
+package io.setats.flink.source.split;
+
+import org.apache.flink.core.io.SimpleVersionedSerializer;
+import org.apache.flink.core.memory.DataInputDeserializer;
+import org.apache.flink.core.memory.DataInputView;
+import org.apache.flink.core.memory.DataOutputSerializer;
+import org.apache.flink.core.memory.DataOutputView;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+
+/**
+ * SetatsSplitSerializer writes {@link SetatsSplit}s into checkpoints.
+ *
+ * <p>Version 1 layout (big-endian, as Flink's data views): partition as int length + UTF-8 bytes,
+ * bucket int, starting offset long, a boolean telling whether a starting timestamp follows, then
+ * that timestamp (ms) as long. The layout of a version never changes; a new layout gets a new
+ * version and this class keeps reading the old ones.
+ */
+public final class SetatsSplitSerializer implements SimpleVersionedSerializer<SetatsSplit> {
+
+    public static final SetatsSplitSerializer INSTANCE = new SetatsSplitSerializer();
+
+    /** Current layout version. */
+    public static final int VERSION = 1;
+
+    @Override
+    public int getVersion() {
+        return VERSION;
+    }
+
+    @Override
+    public byte[] serialize(SetatsSplit split) throws IOException {
+        DataOutputSerializer out = new DataOutputSerializer(64);
+        write(split, out);
+        return out.getCopyOfBuffer();
+    }
+
+    @Override
+    public SetatsSplit deserialize(int version, byte[] serialized) throws IOException {
+        DataInputDeserializer in = new DataInputDeserializer(serialized);
+        SetatsSplit split = read(version, in);
+        if (in.available() != 0) {
+            throw new IOException(
+                    "Corrupt Setats split (version " + version + "): " + in.available() + " trailing bytes");
+        }
+        return split;
+    }
+
+    /** Writes {@code split} in the current layout; used by the enumerator state serializer too. */
+    public static void write(SetatsSplit split, DataOutputView out) throws IOException {
+        writeBucket(split.tableBucket(), out);
+        out.writeLong(split.startingOffset());
+        Long ts = split.startingTimestampMs();
+        out.writeBoolean(ts != null);
+        if (ts != null) {
+            out.writeLong(ts);
+        }
+    }
+
+    /** Reads a split written by {@link #write} in layout {@code version}. */
+    public static SetatsSplit read(int version, DataInputView in) throws IOException {
+        if (version != 1) {
+            throw new IOException("Unknown Setats split serializer version " + version);
+        }
+        TableBucket bucket = readBucket(in);
+        long offset = in.readLong();
+        Long ts = in.readBoolean() ? in.readLong() : null;
+        return new SetatsSplit(bucket, offset, ts);
+    }
+
+    /** Writes a bucket: partition (int length + UTF-8) and bucket number. */
+    public static void writeBucket(TableBucket bucket, DataOutputView out) throws IOException {
+        byte[] partition = bucket.partition().getBytes(StandardCharsets.UTF_8);
+        out.writeInt(partition.length);
+        out.write(partition);
+        out.writeInt(bucket.bucket());
+    }
+
+    /** Reads a bucket written by {@link #writeBucket}. */
+    public static TableBucket readBucket(DataInputView in) throws IOException {
+        int len = in.readInt();
+        if (len < 0) {
+            throw new IOException("Corrupt Setats split: partition length " + len);
+        }
+        byte[] partition = new byte[len];
+        in.readFully(partition);
+        return new TableBucket(new String(partition, StandardCharsets.UTF_8), in.readInt());
+    }
+}

@@ -1,0 +1,121 @@
+package io.setats.flink.table;
+
+import io.setats.flink.SetatsConnectorOptions;
+import io.setats.flink.SetatsOptionsUtil;
+import io.setats.flink.sink.SetatsSink;
+import io.setats.flink.sink.SetatsSinkBuilder;
+
+import org.apache.flink.configuration.ConfigOption;
+import org.apache.flink.configuration.ReadableConfig;
+import org.apache.flink.table.catalog.Column;
+import org.apache.flink.table.catalog.ResolvedCatalogTable;
+import org.apache.flink.table.catalog.ResolvedSchema;
+import org.apache.flink.table.catalog.UniqueConstraint;
+import org.apache.flink.table.connector.sink.DynamicTableSink;
+import org.apache.flink.table.data.RowData;
+import org.apache.flink.table.factories.DynamicTableSinkFactory;
+import org.apache.flink.table.factories.FactoryUtil;
+import org.apache.flink.table.types.logical.RowType;
+
+import java.util.Collections;
+import java.util.HashSet;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.stream.Collectors;
+
+/**
+ * SetatsDynamicTableSinkFactory creates {@code 'connector' = 'setats'} sinks (SPEC sections 2-3).
+ *
+ * <p>Required: manager-url, warehouse, catalog-type, catalog-name; 'uri' with catalog-type hive;
+ * a PRIMARY KEY. The sink's physical columns are the declared columns it writes (a subset of the
+ * table's, including its whole primary key). Unknown keys and bad values fail here with a
+ * ValidationException naming the key.
+ */
+public final class SetatsDynamicTableSinkFactory implements DynamicTableSinkFactory {
+
+    public static final String IDENTIFIER = "setats";
+
+    @Override
+    public String factoryIdentifier() {
+        return IDENTIFIER;
+    }
+
+    @Override
+    public Set<ConfigOption<?>> requiredOptions() {
+        Set<ConfigOption<?>> set = new HashSet<>();
+        set.add(SetatsConnectorOptions.MANAGER_URL);
+        set.add(SetatsConnectorOptions.WAREHOUSE);
+        set.add(SetatsConnectorOptions.CATALOG_TYPE);
+        set.add(SetatsConnectorOptions.CATALOG_NAME);
+        return set;
+    }
+
+    @Override
+    public Set<ConfigOption<?>> optionalOptions() {
+        Set<ConfigOption<?>> set = new HashSet<>();
+        set.add(SetatsConnectorOptions.CATALOG_DATABASE);
+        set.add(SetatsConnectorOptions.CATALOG_TABLE);
+        set.add(SetatsConnectorOptions.URI);
+        set.add(SetatsConnectorOptions.LOCATION);
+        set.add(SetatsConnectorOptions.BUCKET);
+        set.add(SetatsConnectorOptions.BUCKET_KEY);
+        set.add(SetatsConnectorOptions.MERGE_ENGINE);
+        set.add(SetatsConnectorOptions.SINK_FLUSH_INTERVAL);
+        set.add(SetatsConnectorOptions.SINK_BUFFER_ROWS);
+        set.add(SetatsConnectorOptions.SINK_BUFFER_BYTES);
+        set.add(SetatsConnectorOptions.SINK_MAX_IN_FLIGHT_BATCHES);
+        set.add(SetatsConnectorOptions.IGNORE_DELETE);
+        set.add(SetatsConnectorOptions.PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE);
+        set.add(SetatsConnectorOptions.CHANGELOG_RETENTION_MS);
+        set.add(FactoryUtil.SINK_PARALLELISM);
+        return set;
+    }
+
+    @Override
+    public Set<ConfigOption<?>> forwardOptions() {
+        return Collections.emptySet();
+    }
+
+    @Override
+    public DynamicTableSink createDynamicTableSink(Context context) {
+        FactoryUtil.TableFactoryHelper helper = FactoryUtil.createTableFactoryHelper(this, context);
+        helper.validate();
+        ReadableConfig options = helper.getOptions();
+
+        ResolvedCatalogTable catalogTable = context.getCatalogTable();
+        ResolvedSchema schema = catalogTable.getResolvedSchema();
+        List<String> primaryKey =
+                schema.getPrimaryKey()
+                        .map(UniqueConstraint::getColumns)
+                        .orElse(Collections.emptyList());
+        List<String> partitionKeys = catalogTable.getPartitionKeys();
+        List<Column> physical =
+                schema.getColumns().stream()
+                        .filter(Column::isPhysical)
+                        .collect(Collectors.toList());
+        List<String> names = physical.stream().map(Column::getName).collect(Collectors.toList());
+        SetatsOptionsUtil.validateSink(options, names, primaryKey, partitionKeys);
+
+        RowType rowType = (RowType) schema.toPhysicalRowDataType().getLogicalType();
+        String table =
+                SetatsOptionsUtil.table(options, context.getObjectIdentifier().getObjectName());
+        SetatsSinkBuilder<RowData> b =
+                SetatsSink.builder()
+                        .setOptions(options)
+                        .setTable(table)
+                        .setRowType(rowType)
+                        .setPrimaryKey(primaryKey)
+                        .setPartitionKeys(partitionKeys);
+        for (Column c : physical) {
+            c.getComment().ifPresent(comment -> b.setColumnComment(c.getName(), comment));
+        }
+        Set<String> unique = new LinkedHashSet<>(names);
+        if (unique.size() != names.size()) {
+            throw new org.apache.flink.table.api.ValidationException(
+                    "Duplicate column names in " + names);
+        }
+        return new SetatsDynamicTableSink(
+                b.build(), options.getOptional(FactoryUtil.SINK_PARALLELISM).orElse(null));
+    }
+}

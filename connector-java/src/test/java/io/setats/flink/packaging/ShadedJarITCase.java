@@ -1,0 +1,179 @@
+package io.setats.flink.packaging;
+
+import io.setats.flink.testutils.SetatsGatewayProcess;
+
+import org.apache.flink.table.factories.Factory;
+
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.lang.reflect.Method;
+import java.net.URL;
+import java.net.URLClassLoader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.util.Collections;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.jar.JarEntry;
+import java.util.jar.JarFile;
+import java.util.stream.Collectors;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * Checks the shaded jar target/setats-flink-connector-0.1.0.jar (runs after {@code package}):
+ * it registers both factories, every bundled class is relocated under io.setats.shaded (no
+ * io/grpc, io/netty, org/apache/arrow, com/google, ... at their original place), gRPC's service
+ * files are relocated, and the relocated client works against a real gateway when loaded from the
+ * jar alone.
+ */
+class ShadedJarITCase {
+
+    @RegisterExtension static final SetatsGatewayProcess GATEWAY = new SetatsGatewayProcess();
+
+    private static Path jar;
+    private static List<String> entries;
+
+    @BeforeAll
+    static void open() throws IOException {
+        jar = Paths.get(System.getProperty("setats.shaded.jar", "target/setats-flink-connector-0.1.0.jar"));
+        assertThat(jar).as("shaded jar (run mvn package first)").exists();
+        try (JarFile f = new JarFile(jar.toFile())) {
+            entries = Collections.list(f.entries()).stream().map(JarEntry::getName).collect(Collectors.toList());
+        }
+    }
+
+    private static String read(String entry) throws IOException {
+        try (JarFile f = new JarFile(jar.toFile());
+                BufferedReader r =
+                        new BufferedReader(
+                                new InputStreamReader(
+                                        f.getInputStream(f.getJarEntry(entry)), StandardCharsets.UTF_8))) {
+            return r.lines().collect(Collectors.joining("\n"));
+        }
+    }
+
+    @Test
+    void registersBothFactories() throws IOException {
+        String services = read("META-INF/services/org.apache.flink.table.factories.Factory");
+        assertThat(services.lines().map(String::trim).filter(l -> !l.isEmpty() && !l.startsWith("#")))
+                .containsExactlyInAnyOrder(
+                        "io.setats.flink.table.SetatsDynamicTableSinkFactory",
+                        "io.setats.flink.table.SetatsCdcDynamicTableSourceFactory");
+        assertThat(entries)
+                .contains(
+                        "io/setats/flink/table/SetatsDynamicTableSinkFactory.class",
+                        "io/setats/flink/table/SetatsCdcDynamicTableSourceFactory.class");
+    }
+
+    @Test
+    void noUnrelocatedClasses() {
+        List<String> outside =
+                entries.stream()
+                        .filter(e -> e.endsWith(".class"))
+                        .filter(e -> !e.startsWith("io/setats/"))
+                        .collect(Collectors.toList());
+        assertThat(outside).as("classes outside io/setats/").isEmpty();
+        for (String prefix :
+                new String[] {
+                    "io/grpc/", "io/netty/", "io/perfmark/", "org/apache/arrow/", "com/google/",
+                    "com/fasterxml/", "org/apache/flink/", "org/slf4j/"
+                }) {
+            assertThat(entries).noneMatch(e -> e.startsWith(prefix));
+        }
+        assertThat(entries)
+                .contains(
+                        "io/setats/shaded/io/grpc/ManagedChannel.class",
+                        "io/setats/shaded/io/netty/buffer/ByteBuf.class",
+                        "io/setats/shaded/org/apache/arrow/flight/FlightClient.class",
+                        "io/setats/shaded/com/google/protobuf/Message.class",
+                        "io/setats/shaded/com/google/common/hash/Hashing.class",
+                        "io/setats/proto/v1/WriteCommand.class");
+        // Flink itself is provided, never bundled.
+        assertThat(entries).noneMatch(e -> e.contains("flink/shaded"));
+    }
+
+    @Test
+    void grpcServiceFilesAreRelocated() throws IOException {
+        List<String> services =
+                entries.stream()
+                        .filter(e -> e.startsWith("META-INF/services/") && !e.endsWith("/"))
+                        .collect(Collectors.toList());
+        assertThat(services)
+                .contains(
+                        "META-INF/services/io.setats.shaded.io.grpc.NameResolverProvider",
+                        "META-INF/services/io.setats.shaded.io.grpc.LoadBalancerProvider")
+                .noneMatch(s -> s.startsWith("META-INF/services/io.grpc."));
+        for (String s : services) {
+            if (s.startsWith("META-INF/services/io.setats.shaded.")) {
+                assertThat(read(s).lines().filter(l -> !l.trim().isEmpty() && !l.startsWith("#")))
+                        .as(s)
+                        .allMatch(l -> l.trim().startsWith("io.setats.shaded."));
+            }
+        }
+    }
+
+    @Test
+    void relocatedClientWorksFromTheJarAlone() throws Exception {
+        try (ChildFirst loader = new ChildFirst(jar.toUri().toURL(), getClass().getClassLoader())) {
+            Class<?> clientClass = loader.loadClass("io.setats.flink.client.GatewayClient");
+            assertThat(clientClass.getProtectionDomain().getCodeSource().getLocation().getPath())
+                    .endsWith(jar.getFileName().toString());
+            Class<?> ctxClass = loader.loadClass("io.setats.proto.v1.CatalogContext");
+            Object ctx = ctxClass.getMethod("getDefaultInstance").invoke(null);
+            Method connect = clientClass.getMethod("connect", String.class, ctxClass);
+            try (AutoCloseable client = (AutoCloseable) connect.invoke(null, GATEWAY.managerUrl(), ctx)) {
+                Object info = clientClass.getMethod("gatewayInfo").invoke(client);
+                assertThat(info.getClass().getName()).isEqualTo("io.setats.proto.v1.GatewayInfo");
+                assertThat(info.getClass().getMethod("getWarehouse").invoke(info))
+                        .isEqualTo(GATEWAY.warehouseUri().replaceAll("/$", ""));
+                Object dbs = clientClass.getMethod("listDatabases").invoke(client);
+                assertThat(dbs).isInstanceOf(List.class);
+            }
+
+            // The factories in the jar are Flink table factories with the documented identifiers.
+            Set<String> ids = new HashSet<>();
+            for (String name : new String[] {
+                "io.setats.flink.table.SetatsDynamicTableSinkFactory",
+                "io.setats.flink.table.SetatsCdcDynamicTableSourceFactory"
+            }) {
+                Object f = loader.loadClass(name).getConstructor().newInstance();
+                assertThat(f).isInstanceOf(Factory.class);
+                ids.add(((Factory) f).factoryIdentifier());
+            }
+            assertThat(ids).containsExactlyInAnyOrder("setats", "setats-cdc");
+        }
+    }
+
+    /** Loads io.setats.* from the jar first, everything else (Flink, JDK) from the parent. */
+    private static final class ChildFirst extends URLClassLoader {
+        ChildFirst(URL jar, ClassLoader parent) {
+            super(new URL[] {jar}, parent);
+        }
+
+        @Override
+        protected Class<?> loadClass(String name, boolean resolve) throws ClassNotFoundException {
+            synchronized (getClassLoadingLock(name)) {
+                if (name.startsWith("io.setats.")) {
+                    Class<?> c = findLoadedClass(name);
+                    if (c == null) {
+                        c = findClass(name);
+                    }
+                    if (resolve) {
+                        resolveClass(c);
+                    }
+                    return c;
+                }
+                return super.loadClass(name, resolve);
+            }
+        }
+    }
+
+}

@@ -1,0 +1,210 @@
+package io.setats.flink.sink;
+
+import io.setats.flink.client.GatewayClient;
+import io.setats.flink.sink.serializer.SetatsRecordSerializer;
+import io.setats.flink.testutils.ChangelogReader;
+import io.setats.flink.testutils.ChangelogReader.ChangelogRow;
+import io.setats.flink.testutils.SetatsGatewayProcess;
+import io.setats.proto.v1.BucketOffsets;
+
+import org.apache.flink.api.common.typeinfo.TypeInformation;
+import org.apache.flink.api.common.typeinfo.Types;
+import org.apache.flink.api.connector.sink2.Sink;
+import org.apache.flink.connector.testframe.TestResource;
+import org.apache.flink.connector.testframe.environment.MiniClusterTestEnvironment;
+import org.apache.flink.connector.testframe.external.ExternalContextFactory;
+import org.apache.flink.connector.testframe.external.ExternalSystemDataReader;
+import org.apache.flink.connector.testframe.external.sink.DataStreamSinkV2ExternalContext;
+import org.apache.flink.connector.testframe.external.sink.TestingSinkSettings;
+import org.apache.flink.connector.testframe.junit.annotations.TestContext;
+import org.apache.flink.connector.testframe.junit.annotations.TestEnv;
+import org.apache.flink.connector.testframe.junit.annotations.TestExternalSystem;
+import org.apache.flink.connector.testframe.junit.annotations.TestSemantics;
+import org.apache.flink.connector.testframe.testsuites.SinkTestSuiteBase;
+import org.apache.flink.core.execution.CheckpointingMode;
+import org.apache.flink.table.data.GenericRowData;
+import org.apache.flink.table.data.StringData;
+import org.apache.flink.table.types.logical.LogicalType;
+import org.apache.flink.table.types.logical.RowType;
+import org.apache.flink.table.types.logical.VarCharType;
+
+import java.net.URL;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.Set;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * Flink's connector testing framework ({@link SinkTestSuiteBase}) run against the Setats sink on a
+ * MiniCluster: basic sink, restart from savepoint, scale up/down and the numRecordsSend metric,
+ * with AT_LEAST_ONCE. The external context reads back what the sink wrote through DoGet.
+ */
+class SetatsSinkTestSuiteITCase extends SinkTestSuiteBase<String> {
+
+    private static final SetatsGatewayProcess GATEWAY = new SetatsGatewayProcess();
+
+    @TestEnv MiniClusterTestEnvironment flink = new MiniClusterTestEnvironment();
+
+    @TestExternalSystem GatewayResource gateway = new GatewayResource(GATEWAY);
+
+    @TestSemantics CheckpointingMode[] semantics = new CheckpointingMode[] {CheckpointingMode.AT_LEAST_ONCE};
+
+    @TestContext ExternalContextFactory<SetatsSinkContext> contexts = name -> new SetatsSinkContext(GATEWAY);
+
+    /** The gateway process as the framework's external system. */
+    static final class GatewayResource implements TestResource {
+        private final SetatsGatewayProcess process;
+
+        GatewayResource(SetatsGatewayProcess process) {
+            this.process = process;
+        }
+
+        @Override
+        public void startUp() throws Exception {
+            process.start();
+        }
+
+        @Override
+        public void tearDown() {
+            process.close();
+        }
+    }
+
+    /**
+     * Writes test records (unique strings) as rows (k = record, v = record) of a fresh table per
+     * context; reads back the {@code k} of every changelog row.
+     */
+    static final class SetatsSinkContext implements DataStreamSinkV2ExternalContext<String> {
+        private static final AtomicInteger TABLES = new AtomicInteger();
+        private static final RowType ROW_TYPE =
+                RowType.of(
+                        new LogicalType[] {
+                            new VarCharType(false, VarCharType.MAX_LENGTH),
+                            new VarCharType(VarCharType.MAX_LENGTH)
+                        },
+                        new String[] {"k", "v"});
+
+        private final SetatsGatewayProcess gateway;
+        private final String table = "suite_" + TABLES.incrementAndGet();
+
+        SetatsSinkContext(SetatsGatewayProcess gateway) {
+            this.gateway = gateway;
+        }
+
+        @Override
+        public Sink<String> createSink(TestingSinkSettings sinkSettings) {
+            if (sinkSettings.getCheckpointingMode() != org.apache.flink.streaming.api.CheckpointingMode.AT_LEAST_ONCE) {
+                throw new UnsupportedOperationException("the Setats sink is at-least-once");
+            }
+            return SetatsSink.builder()
+                    .setManagerUrl(gateway.managerUrl())
+                    .setWarehouse(gateway.warehouse().toString())
+                    .setCatalogType("hadoop")
+                    .setCatalogName("setats")
+                    .setDatabase("suite")
+                    .setTable(table)
+                    .setRowType(ROW_TYPE)
+                    .setPrimaryKey("k")
+                    .setBucket(4)
+                    .setBufferRows(37)
+                    .setFlushInterval(Duration.ofMillis(200))
+                    .setSerializer(new KeyValueSerializer())
+                    .build();
+        }
+
+        @Override
+        public ExternalSystemDataReader<String> createSinkDataReader(TestingSinkSettings sinkSettings) {
+            return new ChangelogKeyReader(gateway, table);
+        }
+
+        @Override
+        public List<String> generateTestData(TestingSinkSettings sinkSettings, long seed) {
+            Random random = new Random(seed);
+            int n = 100 + random.nextInt(200);
+            Set<String> out = new LinkedHashSet<>();
+            while (out.size() < n) {
+                out.add("r" + Long.toHexString(random.nextLong()));
+            }
+            return new ArrayList<>(out);
+        }
+
+        @Override
+        public TypeInformation<String> getProducedType() {
+            return Types.STRING;
+        }
+
+        @Override
+        public List<URL> getConnectorJarPaths() {
+            return Collections.emptyList();
+        }
+
+        @Override
+        public void close() {}
+
+        @Override
+        public String toString() {
+            return "Setats sink context (" + table + ")";
+        }
+    }
+
+    /** String record -> +I row (k = record, v = record). */
+    static final class KeyValueSerializer implements SetatsRecordSerializer<String> {
+        private static final long serialVersionUID = 1L;
+
+        @Override
+        public org.apache.flink.table.data.RowData serialize(String element) {
+            StringData s = StringData.fromString(element);
+            return GenericRowData.of(s, s);
+        }
+    }
+
+    /** Polls every bucket's changelog from where the previous poll ended. */
+    static final class ChangelogKeyReader implements ExternalSystemDataReader<String> {
+        private final GatewayClient client;
+        private final String table;
+        private final Map<String, Long> next = new HashMap<>();
+
+        ChangelogKeyReader(SetatsGatewayProcess gateway, String table) {
+            this.client = gateway.client();
+            this.table = table;
+        }
+
+        @Override
+        public List<String> poll(Duration timeout) {
+            List<String> out = new ArrayList<>();
+            if (client.getTable("suite", table).isPresent()) {
+                for (BucketOffsets b : client.listBuckets("suite", table).getBucketsList()) {
+                    String id = b.getPartition() + "/" + b.getBucket();
+                    long from = next.getOrDefault(id, b.getStartOffset());
+                    if (from >= b.getEndOffset()) {
+                        continue;
+                    }
+                    for (ChangelogRow r :
+                            ChangelogReader.readBucket(client, "suite", table, b.getPartition(), b.getBucket(), from)) {
+                        out.add((String) r.get("k"));
+                        next.put(id, r.offset + 1);
+                    }
+                }
+            }
+            if (out.isEmpty()) {
+                try {
+                    Thread.sleep(Math.min(timeout.toMillis(), 100));
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+            return out;
+        }
+
+        @Override
+        public void close() {
+            client.close();
+        }
+    }
+}

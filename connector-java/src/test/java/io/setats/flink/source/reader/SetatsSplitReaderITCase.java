@@ -1,0 +1,201 @@
+package io.setats.flink.source.reader;
+
+import io.setats.flink.SetatsConnectorOptions.StartupMode;
+import io.setats.flink.client.GatewayClient;
+import io.setats.flink.source.SetatsSourceConfig;
+import io.setats.flink.source.deserializer.ChangelogRecord;
+import io.setats.flink.source.split.SetatsSplit;
+import io.setats.flink.source.split.TableBucket;
+import io.setats.flink.testutils.SetatsGatewayProcess;
+import io.setats.proto.v1.BucketOffsets;
+import io.setats.proto.v1.WriteAck;
+
+import org.apache.flink.connector.base.source.reader.RecordsWithSplitIds;
+import org.apache.flink.connector.base.source.reader.splitreader.SplitsAddition;
+import org.apache.flink.table.api.DataTypes;
+import org.apache.flink.table.types.logical.RowType;
+import org.apache.flink.types.RowKind;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+import java.io.IOException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+import static io.setats.flink.source.SourceTestTables.create;
+import static io.setats.flink.source.SourceTestTables.insert;
+import static io.setats.flink.source.SourceTestTables.row;
+import static io.setats.flink.source.SourceTestTables.spec;
+import static io.setats.flink.source.SourceTestTables.write;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/** SetatsSplitReader against a real gateway: live DoGet streams per split, positions, errors. */
+@Timeout(value = 120, unit = TimeUnit.SECONDS)
+class SetatsSplitReaderITCase {
+
+    /** Retention runs every 100 ms so that read-case R6 needs no long wait. */
+    @RegisterExtension
+    static final SetatsGatewayProcess GATEWAY = new SetatsGatewayProcess("--retention-interval", "100ms");
+
+    private static final String DB = "readerdb";
+    private static final RowType TYPE =
+            (RowType)
+                    DataTypes.ROW(
+                                    DataTypes.FIELD("id", DataTypes.INT().notNull()),
+                                    DataTypes.FIELD("v", DataTypes.STRING()))
+                            .getLogicalType();
+    private static final TableBucket B0 = new TableBucket("", 0);
+
+    private static final List<WriteAck> ACKS = new ArrayList<>();
+
+    @BeforeAll
+    static void writeTable() throws Exception {
+        try (GatewayClient c = GATEWAY.client()) {
+            create(c, spec(DB, "t", TYPE, Collections.singletonList("id"), Collections.emptyList(), 1, Collections.emptyMap()));
+            ACKS.add(write(c, DB, "t", TYPE, Arrays.asList(insert(1, "a"), insert(2, "b"), insert(3, "c"))));
+            ACKS.add(write(c, DB, "t", TYPE, Arrays.asList(insert(1, "a2"), row(RowKind.DELETE, 2, null))));
+        }
+    }
+
+    private static SetatsSourceConfig config(String table) {
+        return new SetatsSourceConfig(
+                GATEWAY.managerUrl(), GATEWAY.warehouse().toString(), "hadoop", "setats", "",
+                DB, table, StartupMode.EARLIEST, null, Duration.ofSeconds(300), -1, null);
+    }
+
+    private static List<ChangelogRecord> fetch(SetatsSplitReader reader, int n) throws IOException {
+        List<ChangelogRecord> out = new ArrayList<>();
+        while (out.size() < n) {
+            RecordsWithSplitIds<ChangelogRecord> batch = reader.fetch();
+            for (String split = batch.nextSplit(); split != null; split = batch.nextSplit()) {
+                for (ChangelogRecord r = batch.nextRecordFromSplit(); r != null; r = batch.nextRecordFromSplit()) {
+                    out.add(r);
+                }
+            }
+        }
+        return out;
+    }
+
+    private static List<String> describe(List<ChangelogRecord> records) {
+        List<String> out = new ArrayList<>();
+        for (ChangelogRecord r : records) {
+            out.add(r.offset() + " " + r.row().getRowKind().shortString() + "[" + r.row().getInt(0) + ", "
+                    + (r.row().isNullAt(1) ? "null" : r.row().getString(1)) + "]");
+        }
+        return out;
+    }
+
+    @Test
+    void readsTheChangelogFromAnOffsetAndFollowsNewRows() throws Exception {
+        try (SetatsSplitReader reader = new SetatsSplitReader(config("t"), TYPE, 0)) {
+            reader.handleSplitsChanges(new SplitsAddition<>(Collections.singletonList(SetatsSplit.atOffset(B0, 0))));
+            List<ChangelogRecord> first = fetch(reader, 6);
+            assertThat(describe(first))
+                    .containsExactly("0 +I[1, a]", "1 +I[2, b]", "2 +I[3, c]", "3 -U[1, a]", "4 +U[1, a2]", "5 -D[2, b]");
+            assertThat(first.get(0).commitTimestampMs()).isEqualTo(ACKS.get(0).getCommitMs());
+            assertThat(first.get(5).commitTimestampMs()).isEqualTo(ACKS.get(1).getCommitMs());
+            assertThat(first.get(0).tableBucket()).isEqualTo(B0);
+
+            // The stream stays open: a new write is pushed to it.
+            try (GatewayClient c = GATEWAY.client()) {
+                write(c, DB, "t", TYPE, Collections.singletonList(insert(4, "d")));
+                assertThat(describe(fetch(reader, 1))).containsExactly("6 +I[4, d]");
+                // Clean up for the other tests: they expect offsets 0..5 only at the start.
+                write(c, DB, "t", TYPE, Collections.singletonList(row(RowKind.DELETE, 4, null)));
+                assertThat(describe(fetch(reader, 1))).containsExactly("7 -D[4, d]");
+            }
+        }
+    }
+
+    @Test
+    void startsExactlyAtTheSplitsOffset() throws Exception {
+        try (SetatsSplitReader reader = new SetatsSplitReader(config("t"), TYPE, 0)) {
+            reader.handleSplitsChanges(new SplitsAddition<>(Collections.singletonList(SetatsSplit.atOffset(B0, 3))));
+            assertThat(describe(fetch(reader, 3))).startsWith("3 -U[1, a]", "4 +U[1, a2]", "5 -D[2, b]");
+        }
+    }
+
+    @Test
+    void timestampSplitStartsAtTheFirstRowCommittedAtOrAfterIt() throws Exception {
+        long second = ACKS.get(1).getCommitMs();
+        try (SetatsSplitReader reader = new SetatsSplitReader(config("t"), TYPE, 0)) {
+            reader.handleSplitsChanges(
+                    new SplitsAddition<>(Collections.singletonList(SetatsSplit.atTimestamp(B0, 0, second))));
+            List<ChangelogRecord> got = fetch(reader, 1);
+            assertThat(got.get(0).offset()).isEqualTo(3);
+            assertThat(got.get(0).commitTimestampMs()).isEqualTo(second);
+        }
+    }
+
+    @Test
+    void wakeUpReturnsAnEmptyFetch() throws Exception {
+        try (SetatsSplitReader reader = new SetatsSplitReader(config("t"), TYPE, 0)) {
+            reader.wakeUp();
+            RecordsWithSplitIds<ChangelogRecord> batch = reader.fetch();
+            assertThat(batch.nextSplit()).isNull();
+            assertThat(batch.finishedSplits()).isEmpty();
+        }
+    }
+
+    @Test
+    void aColumnTheTableLacksFailsTheFetchNamingIt() throws Exception {
+        RowType wrong =
+                (RowType) DataTypes.ROW(DataTypes.FIELD("id", DataTypes.INT()), DataTypes.FIELD("missing", DataTypes.STRING()))
+                        .getLogicalType();
+        try (SetatsSplitReader reader = new SetatsSplitReader(config("t"), wrong, 0)) {
+            reader.handleSplitsChanges(new SplitsAddition<>(Collections.singletonList(SetatsSplit.atOffset(B0, 0))));
+            assertThatThrownBy(() -> fetch(reader, 1))
+                    .isInstanceOf(IOException.class)
+                    .hasMessageContaining("'missing'")
+                    .hasMessageContaining(DB + ".t");
+        }
+    }
+
+    @Test
+    void anOffsetBeyondTheEndFails() throws Exception {
+        try (SetatsSplitReader reader = new SetatsSplitReader(config("t"), TYPE, 0)) {
+            reader.handleSplitsChanges(new SplitsAddition<>(Collections.singletonList(SetatsSplit.atOffset(B0, 1_000))));
+            assertThatThrownBy(() -> fetch(reader, 1))
+                    .isInstanceOf(IOException.class)
+                    .hasMessageContaining("OUT_OF_RANGE")
+                    .hasMessageContaining("1000");
+        }
+    }
+
+    /** Read-case R6: an expired position fails loudly, naming the bucket and the removed offsets. */
+    @Test
+    void anExpiredOffsetFailsNamingTheBucketAndTheRemovedRange() throws Exception {
+        try (GatewayClient c = GATEWAY.client()) {
+            create(c, spec(DB, "expiring", TYPE, Collections.singletonList("id"), Collections.emptyList(), 1,
+                    Collections.singletonMap("changelog.retention.ms", "1000")));
+            write(c, DB, "expiring", TYPE, Collections.singletonList(insert(1, null)));
+            // Wait (bounded) until retention removed the row: the bucket's start offset moves to 1.
+            long deadline = System.currentTimeMillis() + 60_000;
+            long start = 0;
+            while (start == 0 && System.currentTimeMillis() < deadline) {
+                BucketOffsets b = c.listBuckets(DB, "expiring").getBuckets(0);
+                start = b.getStartOffset();
+                if (start == 0) {
+                    Thread.sleep(100);
+                }
+            }
+            assertThat(start).as("retention removed offset 0").isEqualTo(1);
+        }
+        try (SetatsSplitReader reader = new SetatsSplitReader(config("expiring"), TYPE, 0)) {
+            reader.handleSplitsChanges(new SplitsAddition<>(Collections.singletonList(SetatsSplit.atOffset(B0, 0))));
+            assertThatThrownBy(() -> fetch(reader, 1))
+                    .isInstanceOf(IOException.class)
+                    .hasMessageContaining("OUT_OF_RANGE")
+                    .hasMessageContaining("bucket 0")
+                    .hasMessageContaining(DB + ".expiring")
+                    .hasMessageContaining("[0, 1)");
+        }
+    }
+}

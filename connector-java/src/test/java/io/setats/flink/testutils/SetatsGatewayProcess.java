@@ -1,0 +1,239 @@
+package io.setats.flink.testutils;
+
+import io.setats.flink.client.GatewayClient;
+import io.setats.proto.v1.CatalogContext;
+
+import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.databind.JsonNode;
+import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.databind.ObjectMapper;
+
+import org.junit.jupiter.api.extension.AfterAllCallback;
+import org.junit.jupiter.api.extension.BeforeAllCallback;
+import org.junit.jupiter.api.extension.ExtensionContext;
+
+import java.io.File;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Comparator;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+
+/**
+ * SetatsGatewayProcess runs a real Setats gateway ({@code setats serve}) as a child process for a
+ * test class: a fresh temp warehouse, Flight/admin on free loopback ports, embedded NATS on a free
+ * port, and the bound addresses read from the {@code --ready-file}.
+ *
+ * <p>Use as a JUnit 5 extension:
+ *
+ * <pre>{@code
+ * @RegisterExtension
+ * static final SetatsGatewayProcess GATEWAY = new SetatsGatewayProcess();
+ * ... GATEWAY.managerUrl(), GATEWAY.warehouse(), GATEWAY.client()
+ * }</pre>
+ *
+ * or directly with {@link #start()} / {@link #close()}. The binary is the system property {@code
+ * setats.gateway.binary} (Maven sets it to {@code ../bin/setats}); when it is missing the test
+ * fails with a message saying how to build it. The gateway's output goes to {@code
+ * <tmp>/gateway.log}, whose tail is included in start-up errors.
+ */
+public final class SetatsGatewayProcess implements BeforeAllCallback, AfterAllCallback, AutoCloseable {
+
+    /** System property naming the gateway binary. */
+    public static final String BINARY_PROPERTY = "setats.gateway.binary";
+
+    private static final long START_TIMEOUT_MS = 60_000;
+
+    private final List<String> extraArgs;
+    private Path dir;
+    private Path warehouse;
+    private Process process;
+    private String flightAddr;
+    private String adminAddr;
+    private String natsUrl;
+
+    /** A gateway with default flags. */
+    public SetatsGatewayProcess() {
+        this(new String[0]);
+    }
+
+    /** A gateway with extra {@code setats serve} flags, e.g. {@code --default-bucket-count 2}. */
+    public SetatsGatewayProcess(String... extraArgs) {
+        this.extraArgs = Arrays.asList(extraArgs);
+    }
+
+    @Override
+    public void beforeAll(ExtensionContext context) throws Exception {
+        start();
+    }
+
+    @Override
+    public void afterAll(ExtensionContext context) {
+        close();
+    }
+
+    /** The gateway binary: system property {@value #BINARY_PROPERTY}, else ../bin/setats. */
+    public static Path binary() {
+        String p = System.getProperty(BINARY_PROPERTY, "../bin/setats");
+        return Paths.get(p).toAbsolutePath().normalize();
+    }
+
+    /** Starts the gateway and waits until it has written its ready file. */
+    public synchronized void start() throws IOException, InterruptedException {
+        if (process != null) {
+            return;
+        }
+        Path bin = binary();
+        if (!Files.isExecutable(bin)) {
+            throw new IllegalStateException(
+                    "Setats gateway binary not found or not executable at "
+                            + bin
+                            + " (system property "
+                            + BINARY_PROPERTY
+                            + "). Build it from the repository root with: "
+                            + "go build -o bin/setats ./gateway/cmd/setats");
+        }
+        dir = Files.createTempDirectory("setats-gateway-");
+        warehouse = dir.resolve("warehouse");
+        Files.createDirectories(warehouse);
+        Path ready = dir.resolve("ready.json");
+        Path log = dir.resolve("gateway.log");
+        List<String> cmd = new ArrayList<>();
+        cmd.add(bin.toString());
+        cmd.add("serve");
+        cmd.addAll(
+                Arrays.asList(
+                        "--warehouse", warehouse.toString(),
+                        "--flight-addr", "127.0.0.1:0",
+                        "--admin-addr", "127.0.0.1:0",
+                        "--nats-listen", "127.0.0.1:-1",
+                        "--ready-file", ready.toString()));
+        cmd.addAll(extraArgs);
+        ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
+        pb.redirectOutput(log.toFile());
+        process = pb.start();
+
+        long deadline = System.currentTimeMillis() + START_TIMEOUT_MS;
+        ObjectMapper mapper = new ObjectMapper();
+        while (true) {
+            if (Files.exists(ready)) {
+                try {
+                    JsonNode node = mapper.readTree(ready.toFile());
+                    if (node != null && node.hasNonNull("flight_addr")) {
+                        flightAddr = node.get("flight_addr").asText();
+                        adminAddr = node.path("admin_addr").asText(null);
+                        natsUrl = node.path("nats_url").asText(null);
+                        return;
+                    }
+                } catch (IOException partial) {
+                    // Being written; try again.
+                }
+            }
+            if (!process.isAlive()) {
+                String tail = tail(log);
+                process = null;
+                throw new IllegalStateException(
+                        "setats serve exited with " + exitCode() + " before it was ready:\n" + tail);
+            }
+            if (System.currentTimeMillis() > deadline) {
+                String tail = tail(log);
+                close();
+                throw new IllegalStateException(
+                        "setats serve was not ready after " + START_TIMEOUT_MS + " ms:\n" + tail);
+            }
+            Thread.sleep(50);
+        }
+    }
+
+    private int exitCode() {
+        try {
+            return process.exitValue();
+        } catch (RuntimeException e) {
+            return -1;
+        }
+    }
+
+    private static String tail(Path log) {
+        try {
+            List<String> lines = Files.readAllLines(log, StandardCharsets.UTF_8);
+            return String.join("\n", lines.subList(Math.max(0, lines.size() - 40), lines.size()));
+        } catch (IOException e) {
+            return "(no log: " + e + ")";
+        }
+    }
+
+    /** The Flight address as written in the ready file, e.g. {@code 127.0.0.1:40123}. */
+    public String flightAddr() {
+        return flightAddr;
+    }
+
+    /** {@code grpc://<flight addr>}. */
+    public String managerUrl() {
+        return "grpc://" + flightAddr;
+    }
+
+    /** The warehouse directory (a plain absolute path). */
+    public Path warehouse() {
+        return warehouse;
+    }
+
+    /** The warehouse as {@code file:///abs/path}. */
+    public String warehouseUri() {
+        return warehouse.toUri().toString();
+    }
+
+    public String adminAddr() {
+        return adminAddr;
+    }
+
+    public String natsUrl() {
+        return natsUrl;
+    }
+
+    /** The gateway's combined stdout/stderr. */
+    public Path logFile() {
+        return dir.resolve("gateway.log");
+    }
+
+    /** A hadoop CatalogContext for this gateway's warehouse. */
+    public CatalogContext catalogContext() {
+        return CatalogContext.newBuilder()
+                .setWarehouse(warehouse.toString())
+                .setCatalogType("hadoop")
+                .setCatalogName("setats")
+                .build();
+    }
+
+    /** A new client of this gateway (caller closes). */
+    public GatewayClient client() {
+        return GatewayClient.connect(managerUrl(), catalogContext());
+    }
+
+    /** Stops the gateway (SIGTERM, then SIGKILL after 10 s) and deletes its temp directory. */
+    @Override
+    public synchronized void close() {
+        if (process != null) {
+            process.destroy();
+            try {
+                if (!process.waitFor(10, TimeUnit.SECONDS)) {
+                    process.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            process = null;
+        }
+        if (dir != null) {
+            try (Stream<Path> s = Files.walk(dir)) {
+                s.sorted(Comparator.reverseOrder()).map(Path::toFile).forEach(File::delete);
+            } catch (IOException ignored) {
+                // Best effort.
+            }
+            dir = null;
+        }
+    }
+}

@@ -1,0 +1,289 @@
+package io.setats.flink.utils;
+
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.memory.RootAllocator;
+import org.apache.arrow.vector.BigIntVector;
+import org.apache.arrow.vector.BitVector;
+import org.apache.arrow.vector.DateDayVector;
+import org.apache.arrow.vector.DecimalVector;
+import org.apache.arrow.vector.Float4Vector;
+import org.apache.arrow.vector.Float8Vector;
+import org.apache.arrow.vector.IntVector;
+import org.apache.arrow.vector.SmallIntVector;
+import org.apache.arrow.vector.TimeMilliVector;
+import org.apache.arrow.vector.TimeStampMicroTZVector;
+import org.apache.arrow.vector.TimeStampMilliTZVector;
+import org.apache.arrow.vector.TimeStampNanoVector;
+import org.apache.arrow.vector.TinyIntVector;
+import org.apache.arrow.vector.VarBinaryVector;
+import org.apache.arrow.vector.VarCharVector;
+import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.arrow.vector.types.TimeUnit;
+import org.apache.arrow.vector.types.pojo.ArrowType;
+import org.apache.arrow.vector.types.pojo.Field;
+import org.apache.arrow.vector.types.pojo.FieldType;
+import org.apache.arrow.vector.types.pojo.Schema;
+import org.apache.flink.table.api.DataTypes;
+import org.apache.flink.table.data.DecimalData;
+import org.apache.flink.table.data.GenericRowData;
+import org.apache.flink.table.data.RowData;
+import org.apache.flink.table.data.StringData;
+import org.apache.flink.table.data.TimestampData;
+import org.apache.flink.table.types.logical.RowType;
+import org.apache.flink.types.RowKind;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import java.math.BigDecimal;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+class ArrowRowDataReaderTest {
+
+    private BufferAllocator allocator;
+
+    @BeforeEach
+    void setUp() {
+        allocator = new RootAllocator(Long.MAX_VALUE);
+    }
+
+    @AfterEach
+    void tearDown() {
+        assertThat(allocator.getAllocatedMemory()).as("Arrow memory leaked").isZero();
+        allocator.close();
+    }
+
+    private static Field field(String name, ArrowType type, boolean nullable) {
+        return new Field(name, new FieldType(nullable, type, null), null);
+    }
+
+    /** The DoGet schema of proto/README.md with one column of every supported type. */
+    private static Schema changelogSchema() {
+        List<Field> f = new ArrayList<>();
+        f.add(field("_row_kind", new ArrowType.Int(8, true), false));
+        f.add(field("_offset", new ArrowType.Int(64, true), false));
+        f.add(field("_commit_timestamp", new ArrowType.Timestamp(TimeUnit.MILLISECOND, "UTC"), false));
+        f.add(field("id", new ArrowType.Int(32, true), false));
+        f.add(field("flag", ArrowType.Bool.INSTANCE, true));
+        f.add(field("tiny", new ArrowType.Int(8, true), true));
+        f.add(field("small", new ArrowType.Int(16, true), true));
+        f.add(field("big", new ArrowType.Int(64, true), true));
+        f.add(field("f", new ArrowType.FloatingPoint(org.apache.arrow.vector.types.FloatingPointPrecision.SINGLE), true));
+        f.add(field("d", new ArrowType.FloatingPoint(org.apache.arrow.vector.types.FloatingPointPrecision.DOUBLE), true));
+        f.add(field("dec", new ArrowType.Decimal(10, 2, 128), true));
+        f.add(field("s", ArrowType.Utf8.INSTANCE, true));
+        f.add(field("bin", ArrowType.Binary.INSTANCE, true));
+        f.add(field("day", new ArrowType.Date(org.apache.arrow.vector.types.DateUnit.DAY), true));
+        f.add(field("tod", new ArrowType.Time(TimeUnit.MILLISECOND, 32), true));
+        f.add(field("ts", new ArrowType.Timestamp(TimeUnit.NANOSECOND, null), true));
+        f.add(field("ltz", new ArrowType.Timestamp(TimeUnit.MICROSECOND, "UTC"), true));
+        return new Schema(f);
+    }
+
+    private static RowType allTypes() {
+        return (RowType)
+                DataTypes.ROW(
+                                DataTypes.FIELD("id", DataTypes.INT().notNull()),
+                                DataTypes.FIELD("flag", DataTypes.BOOLEAN()),
+                                DataTypes.FIELD("tiny", DataTypes.TINYINT()),
+                                DataTypes.FIELD("small", DataTypes.SMALLINT()),
+                                DataTypes.FIELD("big", DataTypes.BIGINT()),
+                                DataTypes.FIELD("f", DataTypes.FLOAT()),
+                                DataTypes.FIELD("d", DataTypes.DOUBLE()),
+                                DataTypes.FIELD("dec", DataTypes.DECIMAL(10, 2)),
+                                DataTypes.FIELD("s", DataTypes.STRING()),
+                                DataTypes.FIELD("bin", DataTypes.BYTES()),
+                                DataTypes.FIELD("day", DataTypes.DATE()),
+                                DataTypes.FIELD("tod", DataTypes.TIME(3)),
+                                DataTypes.FIELD("ts", DataTypes.TIMESTAMP(9)),
+                                DataTypes.FIELD("ltz", DataTypes.TIMESTAMP_LTZ(6)))
+                        .getLogicalType();
+    }
+
+    /** Fills two rows: a full one (kind +U, offset 41) and one with every nullable column null (-D, 42). */
+    private VectorSchemaRoot fill() {
+        VectorSchemaRoot root = VectorSchemaRoot.create(changelogSchema(), allocator);
+        root.allocateNew();
+        ((TinyIntVector) root.getVector("_row_kind")).setSafe(0, 2);
+        ((TinyIntVector) root.getVector("_row_kind")).setSafe(1, 3);
+        ((BigIntVector) root.getVector("_offset")).setSafe(0, 41);
+        ((BigIntVector) root.getVector("_offset")).setSafe(1, 42);
+        ((TimeStampMilliTZVector) root.getVector("_commit_timestamp")).setSafe(0, 1_767_196_800_000L);
+        ((TimeStampMilliTZVector) root.getVector("_commit_timestamp")).setSafe(1, 1_767_196_800_001L);
+        ((IntVector) root.getVector("id")).setSafe(0, 1);
+        ((IntVector) root.getVector("id")).setSafe(1, 2);
+        ((BitVector) root.getVector("flag")).setSafe(0, 1);
+        ((TinyIntVector) root.getVector("tiny")).setSafe(0, -7);
+        ((SmallIntVector) root.getVector("small")).setSafe(0, 300);
+        ((BigIntVector) root.getVector("big")).setSafe(0, Long.MIN_VALUE);
+        ((Float4Vector) root.getVector("f")).setSafe(0, 1.5f);
+        ((Float8Vector) root.getVector("d")).setSafe(0, -2.25d);
+        ((DecimalVector) root.getVector("dec")).setSafe(0, new BigDecimal("12345678.90"));
+        ((VarCharVector) root.getVector("s")).setSafe(0, "h\u00e9llo".getBytes(StandardCharsets.UTF_8));
+        ((VarBinaryVector) root.getVector("bin")).setSafe(0, new byte[] {1, 2, 3});
+        ((DateDayVector) root.getVector("day")).setSafe(0, 20_000);
+        ((TimeMilliVector) root.getVector("tod")).setSafe(0, 3_600_123);
+        ((TimeStampNanoVector) root.getVector("ts")).setSafe(0, -1L); // 1 ns before the epoch
+        ((TimeStampMicroTZVector) root.getVector("ltz")).setSafe(0, 1_767_196_800_123_456L);
+        for (String c : Arrays.asList("flag", "tiny", "small", "big", "f", "d", "dec", "s", "bin", "day", "tod", "ts", "ltz")) {
+            root.getVector(c).setNull(1);
+        }
+        root.setRowCount(2);
+        return root;
+    }
+
+    @Test
+    void readsEveryTypeWithRowKindOffsetAndCommitTime() {
+        try (VectorSchemaRoot root = fill()) {
+            ArrowRowDataReader reader = ArrowRowDataReader.create(allTypes(), root.getSchema());
+            assertThat(reader.hasChangelogColumns()).isTrue();
+            reader.bind(root);
+
+            GenericRowData r0 = reader.read(0);
+            assertThat(r0.getRowKind()).isEqualTo(RowKind.UPDATE_AFTER);
+            assertThat(reader.offset(0)).isEqualTo(41);
+            assertThat(reader.commitTimestampMs(0)).isEqualTo(1_767_196_800_000L);
+            assertThat(r0.getInt(0)).isEqualTo(1);
+            assertThat(r0.getBoolean(1)).isTrue();
+            assertThat(r0.getByte(2)).isEqualTo((byte) -7);
+            assertThat(r0.getShort(3)).isEqualTo((short) 300);
+            assertThat(r0.getLong(4)).isEqualTo(Long.MIN_VALUE);
+            assertThat(r0.getFloat(5)).isEqualTo(1.5f);
+            assertThat(r0.getDouble(6)).isEqualTo(-2.25d);
+            assertThat(r0.getDecimal(7, 10, 2))
+                    .isEqualTo(DecimalData.fromBigDecimal(new BigDecimal("12345678.90"), 10, 2));
+            assertThat(r0.getString(8)).isEqualTo(StringData.fromString("h\u00e9llo"));
+            assertThat(r0.getBinary(9)).containsExactly(1, 2, 3);
+            assertThat(r0.getInt(10)).isEqualTo(20_000);
+            assertThat(r0.getInt(11)).isEqualTo(3_600_123);
+            assertThat(r0.getTimestamp(12, 9)).isEqualTo(TimestampData.fromEpochMillis(-1, 999_999));
+            assertThat(r0.getTimestamp(13, 6))
+                    .isEqualTo(TimestampData.fromEpochMillis(1_767_196_800_123L, 456_000));
+
+            GenericRowData r1 = reader.read(1);
+            assertThat(r1.getRowKind()).isEqualTo(RowKind.DELETE);
+            assertThat(reader.offset(1)).isEqualTo(42);
+            assertThat(r1.getInt(0)).isEqualTo(2);
+            for (int i = 1; i < r1.getArity(); i++) {
+                assertThat(r1.isNullAt(i)).as("field %d", i).isTrue();
+            }
+        }
+    }
+
+    @Test
+    void readsASubsetByNameInAnyOrder() {
+        try (VectorSchemaRoot root = fill()) {
+            RowType subset =
+                    (RowType)
+                            DataTypes.ROW(
+                                            DataTypes.FIELD("s", DataTypes.VARCHAR(10)),
+                                            DataTypes.FIELD("id", DataTypes.INT()))
+                                    .getLogicalType();
+            ArrowRowDataReader reader = ArrowRowDataReader.create(subset, root.getSchema());
+            reader.bind(root);
+            RowData r = reader.read(0);
+            assertThat(r.getArity()).isEqualTo(2);
+            assertThat(r.getString(0).toString()).isEqualTo("h\u00e9llo");
+            assertThat(r.getInt(1)).isEqualTo(1);
+        }
+    }
+
+    @Test
+    void withoutRowKindColumnEveryRowIsAnInsert() {
+        Schema schema = new Schema(Arrays.asList(field("id", new ArrowType.Int(32, true), false)));
+        try (VectorSchemaRoot root = VectorSchemaRoot.create(schema, allocator)) {
+            ((IntVector) root.getVector("id")).setSafe(0, 5);
+            root.setRowCount(1);
+            RowType t = (RowType) DataTypes.ROW(DataTypes.FIELD("id", DataTypes.INT())).getLogicalType();
+            ArrowRowDataReader reader = ArrowRowDataReader.create(t, schema);
+            assertThat(reader.hasChangelogColumns()).isFalse();
+            reader.bind(root);
+            assertThat(reader.read(0).getRowKind()).isEqualTo(RowKind.INSERT);
+            assertThatThrownBy(() -> reader.offset(0)).isInstanceOf(IllegalStateException.class);
+        }
+    }
+
+    @Test
+    void rejectsARowKindOutsideZeroToThree() {
+        try (VectorSchemaRoot root = fill()) {
+            ((TinyIntVector) root.getVector("_row_kind")).setSafe(0, 4);
+            ArrowRowDataReader reader = ArrowRowDataReader.create(allTypes(), root.getSchema());
+            reader.bind(root);
+            assertThatThrownBy(() -> reader.read(0))
+                    .isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageContaining("_row_kind")
+                    .hasMessageContaining("4");
+        }
+    }
+
+    @Test
+    void namesAMissingColumnAndTheTablesColumns() {
+        RowType t =
+                (RowType)
+                        DataTypes.ROW(DataTypes.FIELD("id", DataTypes.INT()), DataTypes.FIELD("nope", DataTypes.INT()))
+                                .getLogicalType();
+        assertThatThrownBy(() -> ArrowRowDataReader.create(t, changelogSchema()))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("'nope'")
+                .hasMessageContaining("[id, flag,")
+                .satisfies(e -> assertThat(e.getMessage()).doesNotContain("_offset"));
+    }
+
+    @Test
+    void namesColumnAndBothTypesOnAMismatch() {
+        RowType cases[] = {
+            (RowType) DataTypes.ROW(DataTypes.FIELD("id", DataTypes.BIGINT())).getLogicalType(),
+            (RowType) DataTypes.ROW(DataTypes.FIELD("dec", DataTypes.DECIMAL(10, 3))).getLogicalType(),
+            (RowType) DataTypes.ROW(DataTypes.FIELD("ts", DataTypes.TIMESTAMP_LTZ(9))).getLogicalType(),
+            (RowType) DataTypes.ROW(DataTypes.FIELD("ltz", DataTypes.TIMESTAMP(6))).getLogicalType(),
+            (RowType) DataTypes.ROW(DataTypes.FIELD("s", DataTypes.BYTES())).getLogicalType(),
+        };
+        for (RowType t : cases) {
+            String column = t.getFieldNames().get(0);
+            assertThatThrownBy(() -> ArrowRowDataReader.create(t, changelogSchema()))
+                    .isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageContaining("'" + column + "'")
+                    .hasMessageContaining(t.getTypeAt(0).asSummaryString());
+        }
+        RowType array =
+                (RowType) DataTypes.ROW(DataTypes.FIELD("id", DataTypes.ARRAY(DataTypes.INT()))).getLogicalType();
+        assertThatThrownBy(() -> ArrowRowDataReader.create(array, changelogSchema()))
+                .hasMessageContaining("does not support");
+    }
+
+    @Test
+    void readsWhatTheSinkWriterWrites() {
+        // Cross-check with H4a's RowData -> Arrow writer (the sink side): same types, same values.
+        RowType t = allTypes();
+        GenericRowData row =
+                GenericRowData.ofKind(
+                        RowKind.UPDATE_BEFORE,
+                        9,
+                        false,
+                        (byte) 1,
+                        (short) 2,
+                        3L,
+                        4.5f,
+                        5.5d,
+                        DecimalData.fromBigDecimal(new BigDecimal("-0.01"), 10, 2),
+                        StringData.fromString("x"),
+                        new byte[] {9},
+                        -1,
+                        86_399_999,
+                        TimestampData.fromEpochMillis(1234, 567_891),
+                        TimestampData.fromEpochMillis(-5000, 1000));
+        try (RowDataArrowWriter writer = new RowDataArrowWriter(t, allocator, true)) {
+            writer.write(row);
+            writer.finish();
+            ArrowRowDataReader reader = ArrowRowDataReader.create(t, writer.root().getSchema());
+            reader.bind(writer.root());
+            assertThat(reader.read(0)).isEqualTo(row);
+        }
+    }
+}
