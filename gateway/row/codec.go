@@ -227,13 +227,14 @@ func DecodeValue(tbl *catalog.Table, b []byte) (merge.Row, error) {
 }
 
 // ValueDecoder decodes values like DecodeValue but takes the memory of rows and of their string
-// and byte values from arenas it allocates in large chunks, for reads of many rows. Rows and
-// values it returns stay valid for as long as they are referenced (the arenas are garbage
-// collected); the decoder itself is not safe for concurrent use.
+// and byte values from arenas it allocates in chunks that grow with use (up to 64 KiB), for
+// reads of many rows. Rows and values it returns stay valid for as long as they are referenced
+// (the arenas are garbage collected); the decoder itself is not safe for concurrent use.
 type ValueDecoder struct {
 	Table *catalog.Table
 	bytes []byte
 	slots []any
+	chunk int // size of the next byte chunk
 }
 
 const arenaChunk = 64 << 10
@@ -242,7 +243,8 @@ const arenaChunk = 64 << 10
 func (d *ValueDecoder) Decode(b []byte) (merge.Row, error) {
 	n := len(d.Table.Columns)
 	if len(d.slots) < n {
-		d.slots = make([]any, max(n, arenaChunk/16))
+		d.chunk = min(max(2*d.chunk, 1<<10), arenaChunk)
+		d.slots = make([]any, max(n, d.chunk/16))
 	}
 	r := merge.Row(d.slots[:n:n])
 	d.slots = d.slots[n:]
@@ -258,7 +260,7 @@ func (d *ValueDecoder) alloc(n int) []byte {
 		return make([]byte, n)
 	}
 	if len(d.bytes) < n {
-		d.bytes = make([]byte, arenaChunk)
+		d.bytes = make([]byte, max(d.chunk, n))
 	}
 	s := d.bytes[:n:n]
 	d.bytes = d.bytes[n:]

@@ -97,3 +97,31 @@ func TestValidatePartitionNameErrors(t *testing.T) {
 	none := mkTable("n", cols, []int{0}, nil, nil, 4)
 	wantCode(t, ValidatePartitionName(none, "dt=a"), codes.InvalidArgument)
 }
+
+// TestPartitionDecimalExact is a regression case: 38-digit decimals must be parsed exactly
+// (decimal128.FromString goes through a binary float and rounds them).
+func TestPartitionDecimalExact(t *testing.T) {
+	typ := catalog.Type{Kind: catalog.Decimal, Precision: 38, Scale: 2}
+	tbl := mkTable("p", []catalog.Column{{Name: "id", Type: tInt}, {Name: "p", Type: typ}}, []int{0, 1}, []int{1}, nil, 1)
+	for _, v := range []string{"123456789012345678901234567890123456.78", "-99999999999999999999999999999999999.99", "0.01", "-0.10"} {
+		n, err := parseDecimal(v, 38, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := n.ToString(2); got != v {
+			t.Errorf("parseDecimal(%s) = %s", v, got)
+		}
+		name := "p=" + v
+		if PartitionName(tbl, merge.Row{int32(1), n}) != name {
+			t.Errorf("PartitionName = %q, want %q", PartitionName(tbl, merge.Row{int32(1), n}), name)
+		}
+		if err := ValidatePartitionName(tbl, name); err != nil {
+			t.Error(err)
+		}
+	}
+	for _, bad := range []string{"1.234", "1.", ".5", "1e3", "--1", "1234567890123456789012345678901234567.00"} {
+		if _, err := parseDecimal(bad, 38, 2); err == nil {
+			t.Errorf("parseDecimal(%q): no error", bad)
+		}
+	}
+}

@@ -33,12 +33,7 @@ var (
 	benchBatch = flag.Int("bench.batch", 4096, "rows per write batch")
 )
 
-var benchCacheBytes = func() int64 {
-	if v, err := strconv.Atoi(os.Getenv("SETATS_CACHE_MB")); err == nil {
-		return int64(v) << 20
-	}
-	return 128 << 20
-}()
+var benchCacheMiB = flag.Int("bench.cache-mib", 256, "Pebble block cache of the write benchmarks (MiB)")
 
 type workload struct {
 	tbl      *catalog.Table
@@ -110,11 +105,12 @@ func cpuTime() time.Duration {
 
 func (r benchResult) rate() float64 { return float64(r.rows) / r.elapsed.Seconds() }
 
-// runRaw writes the same keys and values as the store would (state row and changelog rows per
-// written row) straight into a Pebble DB with the store's options: no lookup, no merge.
+// runRaw writes the same keys and values as the store would (a state row per written row, and
+// changelog chunks with one row per insert and two per update) straight into a Pebble DB with
+// the store's options: no lookup, no merge. Only the commit (fsync included) is timed.
 func runRaw(b *testing.B, dir string) (res benchResult) {
 	w := newWorkload(b, dir)
-	cache := pebble.NewCache(benchCacheBytes)
+	cache := pebble.NewCache(int64(*benchCacheMiB) << 20)
 	defer cache.Unref()
 	db, err := pebble.Open(filepath.Join(dir, "raw"), pebbleOptions(cache, discardLogger()))
 	if err != nil {
@@ -123,45 +119,48 @@ func runRaw(b *testing.B, dir string) (res benchResult) {
 	defer db.Close()
 	cpu0 := cpuTime()
 	defer func() { res.cpu = cpuTime() - cpu0 }()
-	ends := map[string]int64{}
-	type kv struct{ k, v []byte }
+	ends := map[BucketID]int64{}
 	for {
 		batch, updates := w.next(*benchBatch)
 		if batch == nil {
 			break
 		}
-		// Encode outside the timed part.
-		var ops []kv
+		pb := db.NewBatch()
+		writers := map[BucketID]*chunkWriter{}
 		for i, r := range batch.Rows {
 			id := BucketID{Partition: row.PartitionName(w.tbl, r), Bucket: row.Bucket(w.tbl, r)}
-			prefix := bucketPrefix(id)
+			cw := writers[id]
+			if cw == nil {
+				cw = &chunkWriter{tbl: w.tbl, prefix: bucketPrefix(id), commitMs: 1, batch: pb}
+				writers[id] = cw
+			}
 			val := row.EncodeValue(w.tbl, r)
-			sk := row.AppendKey(appendStateKey(nil, prefix), w.tbl, r)
-			ops = append(ops, kv{sk, val})
+			if err := pb.Set(row.AppendKey(appendStateKey(nil, cw.prefix), w.tbl, r), val, nil); err != nil {
+				b.Fatal(err)
+			}
 			n := 1
 			if updates[i] {
 				n = 2 // an update emits -U and +U
 			}
 			for range n {
-				off := ends[string(prefix)]
-				ends[string(prefix)] = off + 1
-				ops = append(ops, kv{appendChangelogKey(nil, prefix, off), appendChangelogHeader(nil, merge.UpdateAfter, 1)})
-				ops[len(ops)-1].v = append(ops[len(ops)-1].v, val...)
+				if err := cw.add(ends[id], merge.UpdateAfter, r); err != nil {
+					b.Fatal(err)
+				}
+				ends[id]++
 				res.changelogRows++
 			}
 		}
-		start := time.Now()
-		pb := db.NewBatch()
-		for _, o := range ops {
-			if err := pb.Set(o.k, o.v, nil); err != nil {
+		for _, cw := range writers {
+			if err := cw.flush(); err != nil {
 				b.Fatal(err)
 			}
 		}
+		start := time.Now()
 		if err := pb.Commit(pebble.Sync); err != nil {
 			b.Fatal(err)
 		}
-		_ = pb.Close()
 		res.elapsed += time.Since(start)
+		_ = pb.Close()
 		res.rows += int64(len(batch.Rows))
 	}
 	return res
@@ -170,7 +169,7 @@ func runRaw(b *testing.B, dir string) (res benchResult) {
 // runStore writes the workload through Table.Write.
 func runStore(b *testing.B, dir string) (benchResult, *Table) {
 	w := newWorkload(b, dir)
-	st, err := Open(w.tbl, Options{CacheBytes: benchCacheBytes, Logger: discardLogger()})
+	st, err := Open(w.tbl, Options{CacheBytes: int64(*benchCacheMiB) << 20, Logger: discardLogger()})
 	if err != nil {
 		b.Fatal(err)
 	}

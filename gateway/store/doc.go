@@ -20,13 +20,26 @@
 //	                             changelog row (0 when none)
 //	"s" P B pk                   state row: row.EncodeValue of the full row; pk is
 //	                             row.EncodeKey (memcomparable primary-key values)
-//	"c" P B offset               changelog row: offset as 8 bytes big-endian; value = 1 byte
-//	                             RowKind, 8 bytes big-endian commit ms, row.EncodeValue of the
-//	                             full row
+//	"c" P B offset               changelog chunk: the rows [offset, offset+n) that one write
+//	                             appended to the bucket (at most 256 rows / about 32 KiB per
+//	                             chunk); offset as 8 bytes big-endian; value = 8 bytes
+//	                             big-endian commit ms (shared by the chunk's rows), 4 bytes
+//	                             big-endian n, then per row: 1 byte RowKind, uvarint length,
+//	                             row.EncodeValue of the full row (chunk.go)
 //
 // A bucket's metadata key exists once a write touched it; offsets are dense: the changelog rows
-// of a bucket are exactly the offsets [start, end). Retention deletes changelog rows with a range
+// of a bucket are exactly the offsets [start, end), and start is always the first offset of a
+// chunk. Retention deletes whole chunks (all rows of a chunk share one commit time) with a range
 // deletion and raises start in the same batch; it never touches state rows.
+//
+// # Write path
+//
+// Write groups the batch's rows by bucket and, for each bucket in parallel: encodes the keys,
+// drops those the in-memory key index proves absent (keyindex.go: new keys, most of a CDC
+// stream, cost no read), looks the others up in key order with one iterator (SeekPrefixGE, which
+// consults every level's bloom filter), merges the rows in batch order and appends state writes
+// and changelog chunks to a per-bucket Pebble batch. The per-bucket batches are joined into one
+// and committed with fsync.
 //
 // # Concurrency
 //

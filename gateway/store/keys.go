@@ -6,7 +6,6 @@ import (
 	"errors"
 
 	"github.com/setats/setats/gateway/row"
-	"github.com/setats/setats/merge"
 )
 
 // Keyspace tags (first byte of every key). On-disk format: never change them.
@@ -98,21 +97,6 @@ func decodeMeta(b []byte) (meta, error) {
 		return m, errors.New("store: malformed bucket metadata")
 	}
 	return meta{start: int64(s), end: int64(e), lastCommitMs: c}, nil
-}
-
-// changelogHeader is the length of the kind and commit-ms header of a changelog value.
-const changelogHeader = 9
-
-func appendChangelogHeader(dst []byte, kind merge.RowKind, commitMs int64) []byte {
-	dst = append(dst, byte(kind))
-	return binary.BigEndian.AppendUint64(dst, uint64(commitMs))
-}
-
-func parseChangelogHeader(v []byte) (merge.RowKind, int64, []byte, error) {
-	if len(v) < changelogHeader || v[0] > byte(merge.Delete) {
-		return 0, 0, nil, errors.New("store: malformed changelog row")
-	}
-	return merge.RowKind(v[0]), int64(binary.BigEndian.Uint64(v[1:9])), v[changelogHeader:], nil
 }
 
 // prefixEnd returns the smallest key greater than every key starting with p.

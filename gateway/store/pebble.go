@@ -1,8 +1,6 @@
 package store
 
 import (
-	"os"
-	"strconv"
 	"fmt"
 	"log/slog"
 
@@ -35,9 +33,6 @@ func pebbleOptions(cache *pebble.Cache, logger *slog.Logger) *pebble.Options {
 		o.Levels[i].BlockSize = 16 << 10
 	}
 	o.CompactionConcurrencyRange = func() (int, int) { return 1, 2 }
-	if v, err := strconv.Atoi(os.Getenv("SETATS_MEMTABLE_MB")); err == nil {
-		o.MemTableSize = uint64(v) << 20
-	}
 	return o
 }
 

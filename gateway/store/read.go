@@ -57,34 +57,44 @@ func (t *Table) Read(id BucketID, from int64, maxRows int, dst []Entry) ([]Entry
 	if from == upto {
 		return dst, nil
 	}
-	lo := appendChangelogKey(nil, prefix, from)
-	hi := appendChangelogKey(nil, prefix, upto)
-	it, err := t.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	it, err := t.db.NewIter(&pebble.IterOptions{
+		LowerBound: appendChangelogKey(nil, prefix, 0),
+		UpperBound: appendChangelogKey(nil, prefix, upto),
+	})
 	if err != nil {
 		return dst, t.internal(err)
 	}
 	defer it.Close()
 	dec := row.ValueDecoder{Table: t.tbl}
 	want := from
-	for it.First(); it.Valid(); it.Next() {
-		off := changelogKeyOffset(it.Key())
-		if off != want {
-			break // retention removed rows after we read the metadata
-		}
+	// The chunk holding from is the last one starting at or before it.
+	for ok := it.SeekLT(appendChangelogKey(nil, prefix, from+1)); ok && want < upto; ok = it.Next() {
 		v, err := it.ValueAndErr()
 		if err != nil {
 			return dst, t.internal(err)
 		}
-		kind, ms, rest, err := parseChangelogHeader(v)
+		c, err := parseChunk(it.Key(), v)
 		if err != nil {
 			return dst, t.internal(err)
 		}
-		r, err := dec.Decode(rest)
-		if err != nil {
-			return dst, t.internal(err)
+		if c.first > want || c.end() <= want {
+			break // retention removed rows after we read the metadata
 		}
-		dst = append(dst, Entry{Offset: off, Kind: kind, CommitMs: ms, Row: r})
-		want++
+		for off := c.first; off < c.end() && want < upto; off++ {
+			kind, val, err := c.next()
+			if err != nil {
+				return dst, t.internal(err)
+			}
+			if off < want {
+				continue
+			}
+			r, err := dec.Decode(val)
+			if err != nil {
+				return dst, t.internal(err)
+			}
+			dst = append(dst, Entry{Offset: off, Kind: kind, CommitMs: c.commitMs, Row: r})
+			want++
+		}
 	}
 	if err := it.Error(); err != nil {
 		return dst, t.internal(err)
@@ -120,53 +130,47 @@ func (t *Table) offsetForTimestamp(id BucketID, tsMs int64) (offset int64, resol
 		return m.end, false, nil
 	}
 	it, err := t.db.NewIter(&pebble.IterOptions{
-		LowerBound: appendChangelogKey(nil, prefix, m.start),
+		LowerBound: appendChangelogKey(nil, prefix, 0),
 		UpperBound: appendChangelogKey(nil, prefix, m.end),
 	})
 	if err != nil {
 		return 0, false, t.internal(err)
 	}
 	defer it.Close()
-	// commitAt returns the offset and commit time of the first retained row at or after off
-	// (ok = false past the last row).
-	commitAt := func(off int64) (int64, int64, bool, error) {
-		if !it.SeekGE(appendChangelogKey(nil, prefix, off)) {
-			return 0, 0, false, it.Error()
-		}
-		v, err := it.ValueAndErr()
-		if err != nil {
-			return 0, 0, false, err
-		}
-		_, ms, _, err := parseChangelogHeader(v)
-		return changelogKeyOffset(it.Key()), ms, err == nil, err
-	}
-	// Invariant: rows below lo are older than tsMs; the row at hi (or end) is not.
+	// Binary search over offsets; every row of a chunk has the chunk's commit time, so the
+	// answer is the first offset of a chunk (or the end offset).
+	// Invariant: rows below lo are older than tsMs (or gone); the row at hi (or end) is not.
 	lo, hi := m.start, m.end
 	for lo < hi {
 		mid := lo + (hi-lo)/2
-		off, ms, ok, err := commitAt(mid)
-		if err != nil {
+		var c chunk
+		found := it.SeekLT(appendChangelogKey(nil, prefix, mid+1))
+		if found {
+			v, err := it.ValueAndErr()
+			if err != nil {
+				return 0, false, t.internal(err)
+			}
+			if c, err = parseChunk(it.Key(), v); err != nil {
+				return 0, false, t.internal(err)
+			}
+		} else if err := it.Error(); err != nil {
 			return 0, false, t.internal(err)
 		}
 		switch {
-		case !ok:
-			hi = mid
-		case ms >= tsMs && off > mid:
-			// Retention removed the rows below off after we read the metadata (it removes
-			// prefixes only), so off is the first row and it is recent enough.
-			lo, hi = off, off
-		case ms >= tsMs:
-			hi = mid
+		case !found || c.end() <= mid:
+			lo = mid + 1 // removed by retention after we read the metadata
+		case c.commitMs >= tsMs:
+			hi = max(c.first, lo)
 		default:
-			lo = off + 1
+			lo = c.end()
 		}
-	}
-	if lo >= m.end {
-		return m.end, false, nil
 	}
 	// lo may lie below rows retention removed after we read the metadata: clamp.
 	if cur, _ := t.published(id); lo < cur.start {
 		lo = cur.start
+	}
+	if lo >= m.end {
+		return m.end, false, nil
 	}
 	return lo, true, nil
 }

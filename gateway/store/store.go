@@ -36,6 +36,10 @@ type Options struct {
 	// Cache, when set, is a Pebble block cache shared with other tables; the Table takes its own
 	// reference and releases it on Close.
 	Cache *pebble.Cache
+	// KeyIndexMaxKeys bounds the in-memory index of stored keys that lets writes skip the
+	// lookup of new keys (about 12 bytes per key): 0 means DefaultKeyIndexMaxKeys, < 0 turns
+	// the index off. A table with more keys drops its index and looks every key up.
+	KeyIndexMaxKeys int
 	// Logger receives Pebble's and the store's log lines; nil means slog.Default().
 	Logger *slog.Logger
 	// OnCommit is called after each durable commit of a Write, with the bucket locks held (so
@@ -95,6 +99,9 @@ type Table struct {
 	log         *slog.Logger
 	db          *pebble.DB
 	cache       *pebble.Cache
+	keys        *keyIndex
+	bg          sync.WaitGroup // background goroutines (key index build)
+	keysBuilt   chan struct{}  // closed when the key index build ends
 
 	// ops is held shared by every operation and exclusively by Close.
 	ops sync.RWMutex
@@ -179,6 +186,24 @@ func Open(tbl *catalog.Table, opts Options) (*Table, error) {
 		_ = db.Close()
 		t.cache.Unref()
 		return nil, err
+	}
+	maxKeys := opts.KeyIndexMaxKeys
+	if maxKeys == 0 {
+		maxKeys = DefaultKeyIndexMaxKeys
+	}
+	t.keys = newKeyIndex(maxKeys)
+	t.keysBuilt = make(chan struct{})
+	if maxKeys < 0 {
+		close(t.keysBuilt)
+	} else {
+		t.bg.Add(1)
+		go func() {
+			defer t.bg.Done()
+			defer close(t.keysBuilt)
+			if err := t.keys.build(t.db, t.done); err != nil {
+				t.log.Error("building the key index failed; every written key is looked up", "err", err)
+			}
+		}()
 	}
 	return t, nil
 }
@@ -356,6 +381,7 @@ func (t *Table) Close() error {
 	t.mu.Unlock()
 	t.ops.Lock() // wait for running operations
 	defer t.ops.Unlock()
+	t.bg.Wait()
 	err := t.db.Close()
 	t.cache.Unref()
 	if err != nil {

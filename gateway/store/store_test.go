@@ -496,3 +496,121 @@ func TestCrashDurability(t *testing.T) {
 	checkFold(t, st)
 	t.Logf("killed after ack %d; store holds batches 0..%d", acked, last)
 }
+
+// TestKeyIndex checks writes against a reopened table once its key index is built (updates of
+// keys stored before Open must find them), and with an index that outgrew its limit.
+func TestKeyIndex(t *testing.T) {
+	for _, maxKeys := range []int{0, 30, -1} {
+		t.Run(fmt.Sprint("max=", maxKeys), func(t *testing.T) {
+			tbl := resolve(t, t.TempDir(), spec("ki", "id INT, v STRING", "id", "", 2, "", nil))
+			clock := &fakeClock{ms: 1}
+			st, err := Open(tbl, Options{Clock: clock.now, KeyIndexMaxKeys: maxKeys})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ids []int32
+			for i := int32(0); i < 50; i++ {
+				ids = append(ids, i)
+			}
+			mustWrite(t, st, kvBatch(ids[:25], "a"))
+			if err := st.Close(); err != nil {
+				t.Fatal(err)
+			}
+			st, err = Open(tbl, Options{Clock: clock.now, KeyIndexMaxKeys: maxKeys})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			<-st.keysBuilt
+			st.keys.mu.RLock()
+			ready, disabled, n := st.keys.ready, st.keys.disabled, len(st.keys.set)
+			st.keys.mu.RUnlock()
+			if maxKeys >= 0 && (!ready || disabled || n != 25) {
+				t.Fatalf("index ready=%v disabled=%v keys=%d after the build", ready, disabled, n)
+			}
+			c := mustWrite(t, st, kvBatch(ids, "b")) // 25 updates (-U +U) and 25 inserts
+			if c.ChangelogRows != 75 {
+				t.Fatalf("%d changelog rows, want 75", c.ChangelogRows)
+			}
+			c = mustWrite(t, st, kvBatch(ids, "c")) // 50 updates
+			if c.ChangelogRows != 100 {
+				t.Fatalf("%d changelog rows, want 100", c.ChangelogRows)
+			}
+			st.keys.mu.RLock()
+			disabled = st.keys.disabled
+			st.keys.mu.RUnlock()
+			if disabled != (maxKeys != 0) {
+				t.Errorf("disabled = %v with limit %d and 50 keys", disabled, maxKeys)
+			}
+			checkFold(t, st)
+		})
+	}
+}
+
+// TestChunks covers changelog chunking: writes of more rows than a chunk holds, rows long enough
+// for multi-byte lengths and chunks cut by size, reads starting at every offset, timestamps
+// resolving to chunk starts, and retention removing whole writes.
+func TestChunks(t *testing.T) {
+	clock := &fakeClock{ms: 100}
+	tbl := resolve(t, t.TempDir(), spec("ch", "id INT, v STRING", "id", "", 1, "", map[string]string{"changelog.retention.ms": "1000"}))
+	st := openTable(t, tbl, clock)
+	var ids []int32
+	for i := int32(0); i < 700; i++ {
+		ids = append(ids, i)
+	}
+	type span struct{ ms, start, end int64 }
+	var spans []span
+	write := func(b *row.Batch) {
+		c := mustWrite(t, st, b)
+		end := c.Buckets[0].EndOffset
+		spans = append(spans, span{c.CommitMs, end - c.ChangelogRows, end})
+		clock.ms += 100
+	}
+	write(kvBatch(ids, "short"))                        // 700 rows: 3 chunks by count
+	write(kvBatch(ids[:300], strings.Repeat("x", 200))) // 600 rows of ~200 bytes: chunks by size
+	write(kvBatch(ids[:1], "one"))                      // -U +U
+	write(kvBatch(ids[5:6], strings.Repeat("y", 70000)))
+	checkFold(t, st)
+	end := spans[len(spans)-1].end
+	id := BucketID{}
+	all, err := st.Read(id, 0, 0, nil)
+	if err != nil || int64(len(all)) != end {
+		t.Fatalf("read all: %d rows, %v", len(all), err)
+	}
+	for from := int64(0); from <= end; from += 7 {
+		es, err := st.Read(id, from, 13, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := min(13, end-from); int64(len(es)) != want {
+			t.Fatalf("read from %d: %d rows, want %d", from, len(es), want)
+		}
+		for i, e := range es {
+			if e.Offset != from+int64(i) || !merge.RowEqual(e.Row, all[from+int64(i)].Row) || e.Kind != all[from+int64(i)].Kind {
+				t.Fatalf("read from %d: row %d differs", from, i)
+			}
+		}
+	}
+	for _, sp := range spans {
+		for _, ts := range []int64{sp.ms - 50, sp.ms} {
+			off, resolved, err := st.OffsetForTimestamp(id, ts)
+			if err != nil || !resolved || off != sp.start {
+				t.Errorf("OffsetForTimestamp(%d) = %d %v %v, want %d", ts, off, resolved, err, sp.start)
+			}
+		}
+	}
+	if off, resolved, _ := st.OffsetForTimestamp(id, clock.ms); resolved || off != end {
+		t.Errorf("OffsetForTimestamp(after the newest) = %d %v, want %d unresolved", off, resolved, end)
+	}
+	// now - retention = spans[2].ms: the first two writes go.
+	n, err := st.ApplyRetention(spans[2].ms + 1000)
+	if err != nil || n != spans[2].start {
+		t.Fatalf("retention removed %d (%v), want %d", n, err, spans[2].start)
+	}
+	_, err = st.Read(id, spans[2].start-1, 1, nil)
+	wantCode(t, err, codes.OutOfRange, fmt.Sprintf("[0, %d)", spans[2].start))
+	es, err := st.Read(id, spans[2].start, 0, nil)
+	if err != nil || int64(len(es)) != end-spans[2].start {
+		t.Fatalf("read after retention: %d rows, %v", len(es), err)
+	}
+}

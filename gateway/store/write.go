@@ -1,7 +1,6 @@
 package store
 
 import (
-	"os"
 	"bytes"
 	"context"
 	"runtime"
@@ -23,14 +22,17 @@ type group struct {
 
 	// Results of prepare.
 	batch     *pebble.Batch
-	m         meta  // metadata after the write
-	changelog int64 // changelog rows emitted
+	m         meta     // metadata after the write
+	changelog int64    // changelog rows emitted
+	newKeys   []uint64 // key index hashes of keys stored by this write that were not stored before
 	err       error
+	errRow    int32 // batch row of a merge error; -1 for other errors
 }
 
 // slot is one distinct primary key of a group.
 type slot struct {
 	key   []byte    // state key: "s" P B pk
+	hash  uint64    // key index hash of key
 	cur   merge.Row // current row (nil = absent)
 	found bool      // a stored row existed before the batch
 	dirty bool      // cur differs from the stored row
@@ -118,10 +120,15 @@ func (t *Table) Write(ctx context.Context, b *row.Batch) (Commit, error) {
 			}
 		}
 	}()
+	// Report the merge error of the earliest row (other errors first).
+	var failed *group
 	for _, g := range groups {
-		if g.err != nil {
-			return Commit{}, g.err
+		if g.err != nil && (failed == nil || g.errRow < failed.errRow) {
+			failed = g
 		}
+	}
+	if failed != nil {
+		return Commit{}, failed.err
 	}
 	if err := ctx.Err(); err != nil {
 		return Commit{}, status.FromContextError(err).Err()
@@ -139,6 +146,9 @@ func (t *Table) Write(ctx context.Context, b *row.Batch) (Commit, error) {
 	}
 
 	c := Commit{Table: t.tbl, Rows: int64(len(b.Rows)), CommitMs: commitMs, Buckets: make([]BucketOffsets, 0, len(groups))}
+	for _, g := range groups {
+		t.keys.add(g.newKeys)
+	}
 	t.mu.Lock()
 	for _, g := range groups {
 		g.b.publish(g.m)
@@ -202,6 +212,7 @@ func samePartition(cols []int, a, b merge.Row) bool {
 func (t *Table) prepare(g *group, b *row.Batch, commitMs int64) {
 	tbl := t.tbl
 	prefix := g.b.prefix
+	g.errRow = -1
 
 	// Distinct keys.
 	slotOf := make([]int32, len(g.rows))
@@ -224,7 +235,8 @@ func (t *Table) prepare(g *group, b *row.Batch, commitMs int64) {
 		slotOf[i] = s
 	}
 
-	// Stored rows, looked up in key order with one iterator (bloom filters skip most files).
+	// Stored rows, looked up in key order with one iterator (bloom filters skip most files), for
+	// the keys the key index does not rule out.
 	if err := t.lookup(slots); err != nil {
 		g.err = err
 		return
@@ -233,13 +245,13 @@ func (t *Table) prepare(g *group, b *row.Batch, commitMs int64) {
 	// Merge in batch order.
 	g.batch = t.db.NewBatch()
 	var out []merge.Change
-	var buf []byte
 	end := g.m.end
+	cw := chunkWriter{tbl: tbl, prefix: prefix, commitMs: commitMs, batch: g.batch}
 	for i, r := range g.rows {
 		s := &slots[slotOf[i]]
 		next, changes, err := t.engine.Merge(out[:0], s.cur, b.Kinds[r], b.Rows[r], b.Declared)
 		if err != nil {
-			g.err = t.mergeError(err, r)
+			g.err, g.errRow = t.mergeError(err, r), r
 			return
 		}
 		out = changes
@@ -249,21 +261,25 @@ func (t *Table) prepare(g *group, b *row.Batch, commitMs int64) {
 		s.cur = next
 		s.dirty = true
 		for _, ch := range changes {
-			buf = appendChangelogKey(buf[:0], prefix, end)
-			klen := len(buf)
-			buf = appendChangelogHeader(buf, ch.Kind, commitMs)
-			buf = row.AppendValue(buf, tbl, ch.Row)
-			if err := g.batch.Set(buf[:klen], buf[klen:], nil); err != nil {
+			if err := cw.add(end, ch.Kind, ch.Row); err != nil {
 				g.err = t.internal(err)
 				return
 			}
 			end++
 		}
 	}
+	if err := cw.flush(); err != nil {
+		g.err = t.internal(err)
+		return
+	}
+	buf := cw.buf
 	for i := range slots {
 		s := &slots[i]
 		if !s.dirty {
 			continue
+		}
+		if s.cur != nil && !s.found {
+			g.newKeys = append(g.newKeys, s.hash)
 		}
 		var err error
 		switch {
@@ -292,30 +308,23 @@ func (t *Table) prepare(g *group, b *row.Batch, commitMs int64) {
 
 // lookup fills cur and found of every slot from the stored state.
 func (t *Table) lookup(slots []slot) error {
-	order := make([]int32, len(slots))
-	for i := range order {
-		order[i] = int32(i)
+	hs := make([]uint64, len(slots))
+	for i := range slots {
+		slots[i].hash = t.keys.hash(slots[i].key)
+		hs[i] = slots[i].hash
 	}
-	slices.SortFunc(order, func(a, b int32) int { return bytes.Compare(slots[a].key, slots[b].key) })
-	if os.Getenv("SETATS_LOOKUP") == "get" {
-		for _, i := range order {
-			s := &slots[i]
-			v, closer, err := t.db.Get(s.key)
-			if err == pebble.ErrNotFound {
-				continue
-			}
-			if err != nil {
-				return t.internal(err)
-			}
-			r, err := row.DecodeValue(t.tbl, v)
-			closer.Close()
-			if err != nil {
-				return t.internal(err)
-			}
-			s.cur, s.found = r, true
+	maybe := make([]bool, len(slots))
+	t.keys.filter(hs, maybe)
+	order := make([]int32, 0, len(slots))
+	for i := range slots {
+		if maybe[i] {
+			order = append(order, int32(i))
 		}
+	}
+	if len(order) == 0 {
 		return nil
 	}
+	slices.SortFunc(order, func(a, b int32) int { return bytes.Compare(slots[a].key, slots[b].key) })
 	it, err := t.db.NewIter(nil)
 	if err != nil {
 		return t.internal(err)
