@@ -36,8 +36,17 @@ func TestAdmin(t *testing.T) {
 	}
 	g.createTable("default", "m", 1, idV, []string{"id"}, nil)
 	desc := writeCmd(t, &setatspb.WriteCommand{Table: "m"})
-	for _, kinds := range [][]int8{{0}, {2}, {3}} {
-		rec := intStrRecord(g.mem, kinds, []int32{1}, []string{"v" + string(rune('0'+kinds[0]))})
+	// Changelog: +I x3, then -U/+U of id 1, then -D x2: distinct counts per RowKind.
+	for _, w := range []struct {
+		kind int8
+		ids  []int32
+	}{{0, []int32{1, 2, 3}}, {2, []int32{1}}, {3, []int32{2, 3}}} {
+		kinds := make([]int8, len(w.ids))
+		vs := make([]string, len(w.ids))
+		for i := range kinds {
+			kinds[i], vs[i] = w.kind, "v"+string(rune('0'+w.kind))
+		}
+		rec := intStrRecord(g.mem, kinds, w.ids, vs)
 		if _, err := g.put(desc, rec); err != nil {
 			t.Fatal(err)
 		}
@@ -48,13 +57,16 @@ func TestAdmin(t *testing.T) {
 	}
 	_, body := httpGet(t, base+"/metrics")
 	for _, want := range []string{
-		`setats_rows_written_total{table="default.m"} 3`,
-		`setats_changelog_rows_total{table="default.m"} 4`,
-		`setats_rows_read_total{row_kind="+I",table="default.m"} 1`,
+		`setats_rows_written_total{table="default.m"} 6`,
+		`setats_changelog_rows_total{row_kind="+I",table="default.m"} 3`,
+		`setats_changelog_rows_total{row_kind="-U",table="default.m"} 1`,
+		`setats_changelog_rows_total{row_kind="+U",table="default.m"} 1`,
+		`setats_changelog_rows_total{row_kind="-D",table="default.m"} 2`,
+		`setats_rows_read_total{row_kind="+I",table="default.m"} 3`,
 		`setats_rows_read_total{row_kind="-U",table="default.m"} 1`,
 		`setats_rows_read_total{row_kind="+U",table="default.m"} 1`,
-		`setats_rows_read_total{row_kind="-D",table="default.m"} 1`,
-		`setats_bucket_end_offset{bucket="0",partition="",table="default.m"} 4`,
+		`setats_rows_read_total{row_kind="-D",table="default.m"} 2`,
+		`setats_bucket_end_offset{bucket="0",partition="",table="default.m"} 7`,
 		`setats_bucket_start_offset{bucket="0",partition="",table="default.m"} 0`,
 		`setats_write_latency_seconds_count{table="default.m"} 3`,
 		`setats_changelog_streams_open 0`,

@@ -1,7 +1,12 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
+	"fmt"
+	"reflect"
+	"sort"
 	"strings"
 	"testing"
 
@@ -137,6 +142,8 @@ func TestBadInput(t *testing.T) {
 			code: codes.InvalidArgument, culprits: []string{"default.bad", `"id"`}},
 		{name: "null key", fields: []arrow.Field{fID, fV}, cols: []any{[]*int32{i32(10), nil}, []string{"x", "y"}},
 			code: codes.InvalidArgument, culprits: []string{"default.bad", `"id"`, "null"}},
+		{name: "invalid UTF-8", fields: []arrow.Field{fID, fV}, cols: []any{[]int32{10, 11}, []string{"ok", "bad\xff"}},
+			code: codes.InvalidArgument, culprits: []string{"default.bad", `"v"`, "index 1", "utf8"}},
 		{name: "unknown RowKind", fields: []arrow.Field{fKind, fID, fV}, cols: []any{[]int8{0, 7}, []int32{10, 11}, []string{"x", "y"}},
 			code: codes.InvalidArgument, culprits: []string{"default.bad", "_row_kind", "7"}},
 		{name: "oversized message", fields: []arrow.Field{fID, fV}, cols: []any{[]int32{10}, []string{big}},
@@ -153,6 +160,20 @@ func TestBadInput(t *testing.T) {
 			msgs[1].DataBody = msgs[1].DataBody[:len(msgs[1].DataBody)/3]
 			return msgs
 		}, code: codes.InvalidArgument, culprits: []string{"default.bad", "IPC"}},
+		{name: "malformed IPC: decreasing string offsets", raw: func() []*flight.FlightData {
+			// The IPC reader checks the last offset only; decoding such a record used to panic
+			// in DoPut's decoding goroutine and take the gateway down.
+			rec := intStrRecord(g.mem, nil, []int32{10, 11}, []string{"ab", "c"})
+			defer rec.Release()
+			msgs := encodeFlightData(t, g.mem, desc, rec)
+			body := msgs[1].DataBody
+			i := bytes.Index(body, []byte{0, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0}) // v's offsets [0, 2, 3]
+			if i < 0 {
+				t.Fatal("offsets of column v not found in the IPC body")
+			}
+			binary.LittleEndian.PutUint32(body[i+4:], 5) // [0, 5, 3]
+			return msgs
+		}, code: codes.InvalidArgument, culprits: []string{"default.bad", `"v"`, "malformed Arrow array"}},
 		{name: "bad WriteCommand", raw: func() []*flight.FlightData {
 			rec := intStrRecord(g.mem, nil, []int32{10}, []string{"a"})
 			defer rec.Release()
@@ -278,5 +299,80 @@ func TestCatalogContext(t *testing.T) {
 				t.Fatalf("own warehouse %q: %v", own, err)
 			}
 		})
+	}
+}
+
+// TestTicketBucketValidation: a ChangelogTicket's (partition, bucket) is checked before the store
+// is asked for it (bounded or following): a bucket outside [0, bucket_count) or a partition name
+// the table cannot have is InvalidArgument naming the table, the partition and the bucket.
+func TestTicketBucketValidation(t *testing.T) {
+	g := startGateway(t, nil)
+	g.createTable("default", "t", 2, idV, []string{"id"}, nil)
+	g.mustAction(ActionCreateTable, &setatspb.CreateTableRequest{Spec: &setatspb.TableSpec{Table: "p",
+		Columns:    []*setatspb.Column{col("id", "INT"), col("dt", "STRING"), col("n", "INT")},
+		PrimaryKey: []string{"id", "dt", "n"}, PartitionKeys: []string{"dt", "n"}, BucketCount: 2}}, &setatspb.TableInfo{})
+	for _, tc := range []struct {
+		table, partition string
+		bucket           int32
+	}{
+		{"t", "", 2},
+		{"t", "", -1},
+		{"t", "dt=1", 0},
+		{"p", "dt=a/n=1", 2},
+		{"p", "", 0},
+		{"p", "dt=a", 0},
+		{"p", "day=a/n=1", 0},
+		{"p", "dt=a/n=01", 1},
+		{"p", "dt=a/n=x", 1},
+		{"p", "dt=a%2fb/n=1", 1}, // escapes are upper-case hex
+		{"p", "dt=a%41/n=1", 1},  // 'A' is not escaped
+		{"p", "dt=a/b/n=1", 1},   // a raw '/' in a value
+		{"p", "dt=a/n=1/x=2", 1},
+	} {
+		for _, follow := range []bool{false, true} {
+			_, err := g.readStream(ticket(t, &setatspb.ChangelogTicket{Table: tc.table, Partition: tc.partition,
+				Bucket: tc.bucket, Follow: follow}))
+			wantCode(t, err, codes.InvalidArgument, "default."+tc.table, fmt.Sprintf("%q", tc.partition),
+				fmt.Sprintf("bucket %d", tc.bucket))
+		}
+	}
+	// Valid names of partitions that have no rows yet read empty.
+	for _, part := range []string{"dt=a%2Fb/n=1", "dt=/n=-5", "dt=%25/n=0", "dt=日本/n=1"} {
+		if r, err := g.readStream(ticket(t, &setatspb.ChangelogTicket{Table: "p", Partition: part, Bucket: 1})); err != nil || len(r) != 0 {
+			t.Fatalf("partition %q: %q %v", part, r, err)
+		}
+	}
+}
+
+// TestDoPutBadSecondBatch: in a DoPut of three batches whose second is bad, the first stays
+// applied and acknowledged, nothing of the second is applied (not even its good rows), the third
+// is never applied, and the stream's error names the batch, the table, the column and the row.
+func TestDoPutBadSecondBatch(t *testing.T) {
+	g := startGateway(t, nil)
+	g.createTable("default", "two", 2, idV, []string{"id"}, nil)
+	b0 := recordOf(g.mem, []arrow.Field{fID, fV}, []int32{1, 2}, []string{"a", "b"})
+	defer b0.Release()
+	b1 := recordOf(g.mem, []arrow.Field{fID, fV}, []*int32{i32(3), nil}, []string{"c", "d"})
+	defer b1.Release()
+	b2 := recordOf(g.mem, []arrow.Field{fID, fV}, []int32{4}, []string{"e"})
+	defer b2.Release()
+	acks, err := g.put(writeCmd(t, &setatspb.WriteCommand{Table: "two"}), b0, b1, b2)
+	wantCode(t, err, codes.InvalidArgument, "batch 1", "default.two", `"id"`, "row 1", "null")
+	if len(acks) != 1 || acks[0].GetBatchSeq() != 0 || acks[0].GetRows() != 2 {
+		t.Fatalf("acks %v, want the ack of batch 0 alone", acks)
+	}
+	var rows []string
+	for b := int32(0); b < 2; b++ {
+		r, err := g.readStream(ticket(t, &setatspb.ChangelogTicket{Table: "two", Bucket: b}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, row := range stripTime(r) {
+			rows = append(rows, row[:strings.Index(row, " @")])
+		}
+	}
+	sort.Strings(rows)
+	if want := []string{"+I[1, a]", "+I[2, b]"}; !reflect.DeepEqual(rows, want) {
+		t.Fatalf("changelog %q, want %q: the rows of batch 0 only", rows, want)
 	}
 }

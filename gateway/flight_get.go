@@ -18,6 +18,9 @@ import (
 // columns; metadata setats.partition and setats.bucket). Record batches hold at most
 // max_batch_rows rows (DefaultMaxBatchRows when <= 0).
 //
+// Record batches also hold at most about MaxBatchBytes (at most half of --max-message-bytes) of
+// row data (row.RowBytes); a larger row goes alone.
+//
 // follow=false ends the stream at the bucket's end offset as of the call. follow=true keeps it
 // open: when the reader has caught up it waits on store.Table.Wait (no polling) and sends rows as
 // soon as they are durable; the stream then ends when the client cancels (nil), the table is
@@ -87,7 +90,19 @@ func (f *flightService) DoGet(tkt *flight.Ticket, stream flight.FlightService_Do
 	if maxRows <= 0 {
 		maxRows = DefaultMaxBatchRows
 	}
+	maxRows = min(maxRows, MaxBatchRows)
+	// Rows go out in record batches of about maxBytes at most (a larger row alone), so that a
+	// bucket of large rows stays readable within the message limits of both sides.
+	maxBytes := min(MaxBatchBytes, s.opts.MaxMessageBytes/2)
 	follow := t.GetFollow()
+	if follow {
+		// The store keeps the bucket's newest rows in memory for followers (store.Table.Follow).
+		var unfollow func()
+		if err := ot.use(s, func(st *storeTable) error { unfollow = st.Follow(id); return nil }); err != nil {
+			return err
+		}
+		defer unfollow()
+	}
 	schema := row.ChangelogSchema(ot.tbl, id.Partition, id.Bucket)
 	w := flight.NewRecordWriter(stream, ipc.WithSchema(schema), ipc.WithAllocator(s.mem))
 	defer w.Close()
@@ -101,6 +116,23 @@ func (f *flightService) DoGet(tkt *flight.Ticket, stream flight.FlightService_Do
 	ctx := stream.Context()
 	var buf []store.Entry
 	sent := false
+	// send writes the rows appended to bld as one record batch.
+	send := func() error {
+		rec := bld.NewRecordBatch()
+		err := w.Write(rec)
+		rec.Release()
+		if err != nil {
+			return err
+		}
+		sent = true
+		for k, n := range kinds {
+			if n > 0 {
+				rowsRead[k].Add(float64(n))
+				kinds[k] = 0
+			}
+		}
+		return nil
+	}
 	for {
 		if !follow && next >= end {
 			return nil
@@ -136,6 +168,11 @@ func (f *flightService) DoGet(tkt *flight.Ticket, stream flight.FlightService_Do
 					}
 					skipBeforeMs = -1 // commit times are non-decreasing per bucket
 				}
+				if bld.Len() > 0 && bld.Bytes()+row.RowBytes(e.Row) > maxBytes {
+					if err := send(); err != nil {
+						return err
+					}
+				}
 				if err := bld.Append(e.Kind, e.Offset, e.CommitMs, e.Row); err != nil {
 					return err
 				}
@@ -144,18 +181,8 @@ func (f *flightService) DoGet(tkt *flight.Ticket, stream flight.FlightService_Do
 			if bld.Len() == 0 && sent {
 				continue
 			}
-			rec := bld.NewRecordBatch()
-			err := w.Write(rec)
-			rec.Release()
-			if err != nil {
+			if err := send(); err != nil {
 				return err
-			}
-			sent = true
-			for k, n := range kinds {
-				if n > 0 {
-					rowsRead[k].Add(float64(n))
-					kinds[k] = 0
-				}
 			}
 			continue
 		}
@@ -164,13 +191,9 @@ func (f *flightService) DoGet(tkt *flight.Ticket, stream flight.FlightService_Do
 			return nil
 		}
 		if !sent {
-			rec := bld.NewRecordBatch() // empty: delivers the schema before waiting
-			err := w.Write(rec)
-			rec.Release()
-			if err != nil {
+			if err := send(); err != nil { // empty: delivers the schema before waiting
 				return err
 			}
-			sent = true
 		}
 		select {
 		case <-wait:

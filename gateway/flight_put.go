@@ -17,68 +17,188 @@ import (
 
 // DoPut writes upserts (SPEC section 3, proto WriteCommand). The descriptor of the first message
 // is a WriteCommand (CMD) or a PATH [db, table] / [table]. Each record batch is decoded and
-// validated whole (row.Decode), then applied atomically and durably (store.Table.Write); only then
-// is its PutResult sent, app_metadata = WriteAck in the WriteCommand's encoding (binary for PATH).
-// A bad batch ends the call with its status error (InvalidArgument naming table and column,
-// ResourceExhausted for a message over --max-message-bytes) and nothing of it is applied; the
-// batches acknowledged before it stay applied.
+// validated whole (row.Decode), then applied atomically and durably (store.Table.Apply); only
+// once it is durable (store.Pending.Wait: its Pebble batch fsynced) is its PutResult sent,
+// app_metadata = WriteAck in the WriteCommand's encoding (binary for PATH). PutResults come in
+// batch order. A bad batch ends the call with its status error (InvalidArgument naming table and
+// column, ResourceExhausted for a message over --max-message-bytes) after the acknowledgements of
+// the batches before it, and nothing of it is applied; the batches acknowledged before it stay
+// applied, and no later batch is applied.
+//
+// The stream is a pipeline of three goroutines, so that one stream keeps both cores and the disk
+// busy and an fsync stall does not hold up the batches behind it: receivePut reads and decodes
+// the next batch, DoPut applies batches one after the other (a batch's lookups see the batches
+// before it even while their fsync runs), and sendAcks waits for each batch's fsync in order
+// and sends its PutResult. At most putPipelineDepth batches are applied and not yet acknowledged.
 func (f *flightService) DoPut(stream flight.FlightService_DoPutServer) error {
 	s := f.s
 	rdr, err := flight.NewRecordReader(stream, ipc.WithAllocator(s.mem))
 	if err != nil {
 		return statusOr(err, codes.InvalidArgument, "DoPut: read the Arrow IPC schema message")
 	}
-	defer rdr.Release()
-
 	enc, tbl, err := s.resolveWrite(rdr.LatestFlightDescriptor())
 	if err != nil {
+		rdr.Release()
 		return err
 	}
 	ot, err := s.tables.open(tbl)
 	if err != nil {
+		rdr.Release()
 		return err
 	}
 	label := ot.label
 	ctx := stream.Context()
+
+	quit := make(chan struct{})
+	defer close(quit)
+	in := make(chan decodedBatch, 1)
+	go receivePut(rdr, ot.tbl, in, quit) // releases rdr
+	applied := make(chan appliedBatch, putPipelineDepth)
+	ackFailed := make(chan struct{})
+	ackErr := make(chan error, 1)
+	go func() { ackErr <- s.sendAcks(stream, enc, ot, applied, ackFailed) }()
+
+	var failure error
 	var seq int64
-	for rdr.Next() {
-		rec := rdr.RecordBatch()
-		begin := time.Now()
-		b, err := row.Decode(ot.tbl, rec)
-		if err != nil {
-			return s.putFailed(label, seq, statusOr(err, codes.InvalidArgument, "table %s batch %d", label, seq))
+apply:
+	for {
+		var d decodedBatch
+		var ok bool
+		select {
+		case d, ok = <-in:
+		case <-ackFailed:
+			break apply
 		}
-		ack := &setatspb.WriteAck{BatchSeq: seq, Rows: int64(b.Len())}
-		if b.Len() > 0 {
-			var c store.Commit
+		if !ok {
+			break
+		}
+		if d.err != nil {
+			if d.malformed {
+				failure = batchError(statusOr(d.err, codes.InvalidArgument, "table %s: malformed Arrow IPC", label), codes.InvalidArgument, label, seq)
+			} else {
+				failure = batchError(d.err, codes.InvalidArgument, label, seq)
+			}
+			failure = s.putFailed(label, seq, failure)
+			break
+		}
+		a := appliedBatch{seq: seq, rows: d.b.Len(), begin: d.begin}
+		if a.rows > 0 {
 			err := ot.use(s, func(st *storeTable) error {
 				var err error
-				c, err = st.Write(ctx, b)
+				a.p, err = st.Apply(ctx, d.b)
 				return err
 			})
 			if err != nil {
-				return s.putFailed(label, seq, statusOr(err, codes.Internal, "table %s batch %d", label, seq))
+				failure = s.putFailed(label, seq, batchError(err, codes.Internal, label, seq))
+				break
+			}
+		}
+		select {
+		case applied <- a:
+		case <-ackFailed:
+			break apply
+		}
+		seq++
+	}
+	close(applied)
+	// The acknowledgements of the batches before a failed one go out before its error.
+	if err := <-ackErr; err != nil {
+		return err
+	}
+	return failure
+}
+
+// putPipelineDepth bounds the batches of one DoPut stream that are applied but not yet
+// acknowledged.
+const putPipelineDepth = 16
+
+// decodedBatch is a record batch as receivePut hands it on: the decoded rows and the time the
+// record arrived, or the error that ends the stream (malformed: the IPC stream, not the batch).
+type decodedBatch struct {
+	b         *row.Batch
+	begin     time.Time
+	err       error
+	malformed bool
+}
+
+// appliedBatch is a batch applied to the store (p nil for an empty batch), waiting for its
+// acknowledgement.
+type appliedBatch struct {
+	seq   int64
+	rows  int
+	begin time.Time
+	p     *store.Pending
+}
+
+// receivePut reads and decodes the record batches of a DoPut stream into in, ending (and closing
+// in) after the first error or at the end of the stream, or when quit is closed. It owns and
+// releases rdr. It may outlive DoPut, blocked in Recv, until gRPC ends the call.
+func receivePut(rdr *flight.Reader, tbl *catalog.Table, in chan<- decodedBatch, quit <-chan struct{}) {
+	defer rdr.Release()
+	defer close(in)
+	for rdr.Next() {
+		begin := time.Now()
+		b, err := row.Decode(tbl, rdr.RecordBatch())
+		select {
+		case in <- decodedBatch{b: b, begin: begin, err: err}:
+		case <-quit:
+			return
+		}
+		if err != nil {
+			return
+		}
+	}
+	if err := rdr.Err(); err != nil {
+		select {
+		case in <- decodedBatch{err: err, malformed: true}:
+		case <-quit:
+		}
+	}
+}
+
+// sendAcks waits, in batch order, until each applied batch is durable, records it (committed)
+// and sends its PutResult. After the first failure (a failed fsync, a failed Send) it closes
+// failed, sends nothing more and drains applied; it returns that failure once applied is closed.
+func (s *Server) sendAcks(stream flight.FlightService_DoPutServer, enc encoding, ot *openTable, applied <-chan appliedBatch, failed chan<- struct{}) error {
+	var failure error
+	fail := func(err error) {
+		failure = err
+		close(failed)
+	}
+	for a := range applied {
+		if failure != nil {
+			continue // not acknowledged; the Pending publishes itself when durable
+		}
+		ack := &setatspb.WriteAck{BatchSeq: a.seq, Rows: int64(a.rows)}
+		if a.p != nil {
+			c, err := a.p.Wait()
+			if err != nil {
+				fail(s.putFailed(ot.label, a.seq, batchError(err, codes.Internal, ot.label, a.seq)))
+				continue
 			}
 			ack.ChangelogRows = c.ChangelogRows
 			ack.CommitMs = c.CommitMs
 			for _, bo := range c.Buckets {
 				ack.Buckets = append(ack.Buckets, bucketOffsetsPB(bo))
 			}
-			s.committed(ot, c, time.Since(begin))
+			s.committed(ot, c, time.Since(a.begin))
 		}
 		payload, err := encodeMsg(enc, ack)
 		if err != nil {
-			return err
+			fail(err)
+			continue
 		}
 		if err := stream.Send(&flight.PutResult{AppMetadata: payload}); err != nil {
-			return err
+			fail(err)
 		}
-		seq++
 	}
-	if err := rdr.Err(); err != nil {
-		return s.putFailed(label, seq, wrapStatus(statusOr(err, codes.InvalidArgument, "malformed Arrow IPC"), "table %s batch %d", label, seq))
-	}
-	return nil
+	return failure
+}
+
+// batchError names the batch (its batch_seq in the stream) in the error of a rejected record
+// batch, so that a client that sent several knows which one failed; a non-status err gets code.
+func batchError(err error, code codes.Code, label string, seq int64) error {
+	return wrapStatus(statusOr(err, code, "table %s", label), "batch %d", seq)
 }
 
 // putFailed counts a rejected batch and returns err.
@@ -92,7 +212,7 @@ func (s *Server) putFailed(label string, seq int64, err error) error {
 // that received its first row, NEW_DATA for each bucket the commit touched).
 func (s *Server) committed(ot *openTable, c store.Commit, latency time.Duration) {
 	t := ot.tbl
-	s.metrics.observeWrite(ot.label, c.Rows, c.ChangelogRows, latency)
+	s.metrics.observeWrite(ot.label, c.Rows, c.ChangelogKinds, latency)
 	for _, bo := range c.Buckets {
 		s.metrics.setBucketOffsets(ot.label, bo.Partition, bo.Bucket, bo.StartOffset, bo.EndOffset)
 	}

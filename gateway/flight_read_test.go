@@ -2,9 +2,13 @@ package gateway
 
 import (
 	"context"
+	"fmt"
+	"math"
 	"reflect"
+	"strings"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"google.golang.org/grpc/codes"
@@ -183,4 +187,112 @@ func TestReadCaseR6(t *testing.T) {
 	}
 	_, err = g.readStream(ticket(t, &setatspb.ChangelogTicket{Table: "r6", Start: &setatspb.ChangelogTicket_Offset{Offset: 5}}))
 	wantCode(t, err, codes.OutOfRange, "bucket 0", "offset 5")
+}
+
+// TestRetentionCoversUnopenedTables is R6 for a table nobody used since a restart: retention
+// still removes its expired rows (it opens the store itself), and a reader restored at the
+// removed offset then fails with OutOfRange.
+func TestRetentionCoversUnopenedTables(t *testing.T) {
+	clock := &fakeClock{}
+	clock.set(100)
+	wh := t.TempDir()
+	g := startGateway(t, func(o *Options) { o.Clock = clock.now; o.Warehouse = wh })
+	g.createTable("default", "idle", 2, []*setatspb.Column{col("id", "INT")}, []string{"id"},
+		map[string]string{"changelog.retention.ms": "1000"})
+	rec := intRecord(g.mem, 1, 2, 3, 4, 5, 6)
+	defer rec.Release()
+	if _, err := g.put(writeCmd(t, &setatspb.WriteCommand{Table: "idle"}), rec); err != nil {
+		t.Fatal(err)
+	}
+	g.s.Shutdown()
+
+	g = startGateway(t, func(o *Options) { o.Clock = clock.now; o.Warehouse = wh })
+	if n := gaugeValue(t, g.s.metrics.openTables); n != 0 {
+		t.Fatalf("%v stores open after restart, want 0", n)
+	}
+	clock.set(100 + 1000 + 1)
+	if n := g.s.RunRetention(); n != 6 {
+		t.Fatalf("retention removed %d rows, want 6", n)
+	}
+	lb := &setatspb.ListBucketsResponse{}
+	g.mustAction(ActionListBuckets, &setatspb.TableRequest{Table: "idle"}, lb)
+	var removed int64
+	for _, b := range lb.GetBuckets() {
+		if b.GetStartOffset() != b.GetEndOffset() {
+			t.Fatalf("bucket %d keeps rows after retention: %v", b.GetBucket(), lb)
+		}
+		removed += b.GetEndOffset()
+	}
+	if removed != 6 {
+		t.Fatalf("buckets after retention: %v", lb)
+	}
+	_, err := g.readStream(ticket(t, &setatspb.ChangelogTicket{Table: "idle", Bucket: lb.GetBuckets()[0].GetBucket(),
+		Start: &setatspb.ChangelogTicket_Offset{Offset: 0}}))
+	wantCode(t, err, codes.OutOfRange, "default.idle", "offset 0")
+}
+
+// TestDoGetBatchLimits: DoGet record batches stay within the message limit however large the
+// rows are (the bucket used to be unreadable: one batch of max_batch_rows large rows exceeded
+// --max-message-bytes, ResourceExhausted on every retry), whatever max_batch_rows asks for, and a
+// row larger than the batch budget goes alone.
+func TestDoGetBatchLimits(t *testing.T) {
+	g := startGateway(t, func(o *Options) { o.MaxMessageBytes = 256 << 10 })
+	g.createTable("default", "big", 1, idV, []string{"id"}, nil)
+	desc := writeCmd(t, &setatspb.WriteCommand{Table: "big"})
+	var want []string
+	for b := 0; b < 3; b++ { // 3 batches of 10 rows of 20 KiB: each within the 256 KiB limit
+		ids, vs := make([]int32, 10), make([]string, 10)
+		for i := range ids {
+			ids[i], vs[i] = int32(b*10+i), strings.Repeat(string(rune('a'+b)), 20<<10)
+			want = append(want, fmt.Sprintf("+I %d %d", ids[i], len(vs[i])))
+		}
+		rec := intStrRecord(g.mem, nil, ids, vs)
+		_, err := g.put(desc, rec)
+		rec.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	huge := intStrRecord(g.mem, nil, []int32{99}, []string{strings.Repeat("h", 200<<10)}) // above the 128 KiB budget
+	if _, err := g.put(desc, huge); err != nil {
+		t.Fatal(err)
+	}
+	huge.Release()
+	want = append(want, fmt.Sprintf("+I 99 %d", 200<<10))
+	read := func(tk *setatspb.ChangelogTicket, n int) (rows []string, batches []int64) {
+		ctx, cancel := context.WithCancel(g.ctx)
+		defer cancel()
+		stream, err := g.client.DoGet(ctx, &flight.Ticket{Ticket: ticket(t, tk)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rdr, err := flight.NewRecordReader(stream, ipc.WithAllocator(g.mem))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rdr.Release()
+		for len(rows) < n && rdr.Next() {
+			rec := rdr.RecordBatch()
+			for i := 0; i < int(rec.NumRows()); i++ {
+				rows = append(rows, fmt.Sprintf("+I %d %d", rec.Column(3).(*array.Int32).Value(i), len(rec.Column(4).(*array.String).Value(i))))
+			}
+			if rec.NumRows() > 0 {
+				batches = append(batches, rec.NumRows())
+			}
+		}
+		if err := rdr.Err(); err != nil {
+			t.Fatalf("read %v: %v", tk, err)
+		}
+		return rows, batches
+	}
+	for _, follow := range []bool{false, true} {
+		rows, batches := read(&setatspb.ChangelogTicket{Table: "big", Follow: follow, MaxBatchRows: math.MaxInt32}, len(want))
+		if !reflect.DeepEqual(rows, want) {
+			t.Fatalf("follow %v: rows %q, want %q", follow, rows, want)
+		}
+		// 6 rows of 20 KiB fit the 128 KiB budget, 7 do not; the 200 KiB row goes alone.
+		if want := []int64{6, 6, 6, 6, 6, 1}; !reflect.DeepEqual(batches, want) {
+			t.Fatalf("follow %v: record batches of %v rows, want %v", follow, batches, want)
+		}
+	}
 }

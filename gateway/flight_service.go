@@ -105,7 +105,8 @@ func bucketsOf(t *catalog.Table, st *store.Table) []store.BucketOffsets {
 	return out
 }
 
-// checkBucket validates a (partition, bucket) of a ChangelogTicket: the bucket must be in
+// checkBucket validates a (partition, bucket) of a ChangelogTicket before the store sees it (the
+// store keeps an in-memory entry for every bucket it is asked to wait on): the bucket must be in
 // [0, bucket_count) and the partition must be "" for an unpartitioned table, else
 // "k1=v1/k2=v2" over the partition keys in order (row.ValidatePartitionName, proto/README.md
 // "Partition names").
@@ -113,9 +114,13 @@ func bucketsOf(t *catalog.Table, st *store.Table) []store.BucketOffsets {
 func checkBucket(t *catalog.Table, partition string, bucket int32) error {
 	label := tableLabel(t.Database, t.Name)
 	if bucket < 0 || bucket >= t.BucketCount {
-		return status.Errorf(codes.InvalidArgument, "table %s: bucket %d out of range [0, %d)", label, bucket, t.BucketCount)
+		return status.Errorf(codes.InvalidArgument, "table %s partition %q bucket %d: bucket out of range [0, %d)",
+			label, partition, bucket, t.BucketCount)
 	}
-	return row.ValidatePartitionName(t, partition)
+	if err := row.ValidatePartitionName(t, partition); err != nil {
+		return status.Errorf(codes.InvalidArgument, "%s (bucket %d)", status.Convert(err).Message(), bucket)
+	}
+	return nil
 }
 
 // bucketOffsetsPB converts store offsets to the wire message.

@@ -16,7 +16,7 @@ type metrics struct {
 
 	rowsWritten    *prometheus.CounterVec   // table
 	rowsRead       *prometheus.CounterVec   // table, row_kind
-	changelogRows  *prometheus.CounterVec   // table
+	changelogRows  *prometheus.CounterVec   // table, row_kind
 	writeBatches   *prometheus.CounterVec   // table
 	writeErrors    *prometheus.CounterVec   // table, code
 	writeLatency   *prometheus.HistogramVec // table
@@ -44,8 +44,8 @@ func newMetrics() *metrics {
 	}, []string{"table", "row_kind"})
 	m.changelogRows = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "setats_changelog_rows_total",
-		Help: "Changelog rows produced by the merge of DoPut batches, per table.",
-	}, []string{"table"})
+		Help: "Changelog rows written by the merge of DoPut batches, per table and RowKind (+I, -U, +U, -D).",
+	}, []string{"table", "row_kind"})
 	m.writeBatches = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "setats_write_batches_total",
 		Help: "Record batches applied by DoPut, per table.",
@@ -108,9 +108,18 @@ func newMetrics() *metrics {
 // tableLabel is the value of the "table" label.
 func tableLabel(db, table string) string { return db + "." + table }
 
-func (m *metrics) observeWrite(table string, rows, changelogRows int64, d time.Duration) {
+// rowKindLabels are the values of the "row_kind" label, indexed by RowKind value.
+var rowKindLabels = [4]string{"+I", "-U", "+U", "-D"}
+
+// observeWrite records one applied record batch: rows written, changelog rows written per RowKind
+// (indexed by RowKind value) and the latency to its durable commit.
+func (m *metrics) observeWrite(table string, rows int64, changelogKinds [4]int64, d time.Duration) {
 	m.rowsWritten.WithLabelValues(table).Add(float64(rows))
-	m.changelogRows.WithLabelValues(table).Add(float64(changelogRows))
+	for k, n := range changelogKinds {
+		if n > 0 {
+			m.changelogRows.WithLabelValues(table, rowKindLabels[k]).Add(float64(n))
+		}
+	}
 	m.writeBatches.WithLabelValues(table).Inc()
 	m.writeLatency.WithLabelValues(table).Observe(d.Seconds())
 }
@@ -130,7 +139,7 @@ func (m *metrics) forgetTable(table string) {
 // readCounters returns the setats_rows_read_total counters of a table, indexed by RowKind value.
 func (m *metrics) readCounters(table string) [4]prometheus.Counter {
 	var out [4]prometheus.Counter
-	for k, name := range [4]string{"+I", "-U", "+U", "-D"} {
+	for k, name := range rowKindLabels {
 		out[k] = m.rowsRead.WithLabelValues(table, name)
 	}
 	return out

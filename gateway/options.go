@@ -30,6 +30,13 @@ const (
 	// DefaultMaxBatchRows is the rows per DoGet record batch when a ChangelogTicket leaves
 	// max_batch_rows at 0 (proto ChangelogTicket.max_batch_rows).
 	DefaultMaxBatchRows = 4096
+	// MaxBatchRows caps max_batch_rows: DoGet reads at most this many rows of the store at a
+	// time (memory), so no record batch holds more.
+	MaxBatchRows = 1 << 16
+	// MaxBatchBytes is about the most row data (bytes, Arrow buffers) a DoGet record batch holds,
+	// whatever max_batch_rows says (at most half of MaxMessageBytes); a larger row goes alone. It
+	// keeps batches of large rows within gRPC's default 4 MiB receive limit of clients.
+	MaxBatchBytes = 1 << 20
 	// EnvPrefix prefixes the environment variable of every flag: --flight-addr is read from
 	// SETATS_FLIGHT_ADDR when the flag is not given on the command line.
 	EnvPrefix = "SETATS_"
@@ -53,7 +60,7 @@ type Options struct {
 	// ChangelogRetention is how long changelog rows are kept unless a table sets
 	// changelog.retention.ms (SPEC section 4). Default 24h.
 	ChangelogRetention time.Duration
-	// RetentionInterval is how often retention runs over the open tables. Default 1m.
+	// RetentionInterval is how often retention runs over every table. Default 1m.
 	RetentionInterval time.Duration
 	// NATSURL, when set, is the URL of an external NATS server to publish notifications to
 	// (nats://host:port, comma separated for several). Empty starts an embedded NATS server.

@@ -2,6 +2,9 @@ package gateway
 
 import (
 	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // retentionLoop runs RunRetention every Options.RetentionInterval until Shutdown.
@@ -18,17 +21,18 @@ func (s *Server) retentionLoop() {
 	}
 }
 
-// RunRetention removes, in every open table, the changelog rows older than the table's
+// RunRetention removes, in every table of the catalog, the changelog rows older than the table's
 // changelog.retention.ms (else --changelog-retention) as of Options.Clock (SPEC section 4), and
-// returns the number of rows removed. Tables whose store is not open are handled once opened.
-// The retention loop calls it; tests call it directly with a fake clock.
+// returns the number of rows removed. A table whose store is not open yet (not used since the
+// gateway started) has its store opened here, so that its expired rows go too. The retention loop
+// calls it; tests call it directly with a fake clock.
 func (s *Server) RunRetention() int64 {
 	if s.tables == nil {
 		return 0
 	}
 	now := s.opts.Clock()
 	var total int64
-	for _, ot := range s.tables.list() {
+	for _, ot := range s.catalogTables() {
 		var removed int64
 		err := ot.use(s, func(st *storeTable) error {
 			var err error
@@ -42,7 +46,9 @@ func (s *Server) RunRetention() int64 {
 			return nil
 		})
 		if err != nil {
-			s.log.Warn("retention failed", "table", ot.label, "err", err)
+			if status.Code(err) != codes.NotFound { // dropped meanwhile
+				s.log.Warn("retention failed", "table", ot.label, "err", err)
+			}
 			continue
 		}
 		if removed > 0 {
@@ -53,6 +59,37 @@ func (s *Server) RunRetention() int64 {
 	}
 	s.removeDroppedData()
 	return total
+}
+
+// catalogTables returns every table of the catalog with its store open, opening stores as needed.
+// Tables dropped meanwhile are left out; other failures are logged and the table skipped.
+func (s *Server) catalogTables() []*openTable {
+	dbs, err := s.cat.ListDatabases()
+	if err != nil {
+		s.log.Warn("retention: list databases", "err", err)
+		return nil
+	}
+	var out []*openTable
+	for _, db := range dbs {
+		names, err := s.cat.ListTables(db)
+		if err != nil {
+			if status.Code(err) != codes.NotFound { // dropped meanwhile
+				s.log.Warn("retention: list tables", "database", db, "err", err)
+			}
+			continue
+		}
+		for _, name := range names {
+			ot, err := s.openTable(db, name)
+			if err != nil {
+				if status.Code(err) != codes.NotFound && !s.shuttingDown.Load() {
+					s.log.Warn("retention: open table store", "table", tableLabel(db, name), "err", err)
+				}
+				continue
+			}
+			out = append(out, ot)
+		}
+	}
+	return out
 }
 
 // removeDroppedData retries RemoveData for dropped tables whose data is still there (drop-table

@@ -121,17 +121,6 @@ func (r *tableRegistry) isOpen(id string) bool {
 	return ok
 }
 
-// list returns the open tables.
-func (r *tableRegistry) list() []*openTable {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := make([]*openTable, 0, len(r.byID))
-	for _, ot := range r.byID {
-		out = append(out, ot)
-	}
-	return out
-}
-
 // closeAll closes every store and refuses to open more (shutdown).
 func (r *tableRegistry) closeAll() {
 	r.mu.Lock()

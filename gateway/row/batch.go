@@ -1,6 +1,7 @@
 package row
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -42,10 +43,18 @@ func (b *Batch) Len() int { return len(b.Rows) }
 // the row index where one is at fault: an unknown, duplicate or reserved (`_`-prefixed) column, a
 // column whose Arrow type differs from its table type (expected and actual type named), a missing
 // primary-key column, a null in a primary-key or NOT NULL column, a null or out-of-range
-// `_row_kind` (SPEC sections 3 and 6, proto/README.md).
+// `_row_kind` (SPEC sections 3 and 6, proto/README.md), and malformed Arrow data from the wire
+// (string and binary arrays must pass the array's ValidateFull: offsets within the data and
+// non-decreasing, strings valid UTF-8; any other inconsistency that makes reading the record
+// panic is reported as well, so that a malicious record cannot take the gateway down).
 //
 // The returned rows do not point into the record's buffers: the caller may release rec at once.
-func Decode(tbl *catalog.Table, rec arrow.RecordBatch) (*Batch, error) {
+func Decode(tbl *catalog.Table, rec arrow.RecordBatch) (b *Batch, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			b, err = nil, invalidf(tbl, "malformed Arrow record batch: %v", r)
+		}
+	}()
 	ncols := len(tbl.Columns)
 	schema := rec.Schema()
 	nrows := int(rec.NumRows())
@@ -95,6 +104,11 @@ func Decode(tbl *catalog.Table, rec arrow.RecordBatch) (*Batch, error) {
 		if arr.Len() != nrows {
 			return nil, invalidf(tbl, "column %q has %d values, the record %d rows", schema.Field(f).Name, arr.Len(), nrows)
 		}
+		if v, ok := arr.(fullValidator); ok { // *array.String, *array.Binary
+			if err := validateFull(v); err != nil {
+				return nil, invalidf(tbl, "column %q: malformed Arrow array: %v", schema.Field(f).Name, err)
+			}
+		}
 		if c < 0 {
 			kinds := arr.(*array.Int8)
 			for i := 0; i < nrows; i++ {
@@ -124,7 +138,7 @@ func Decode(tbl *catalog.Table, rec arrow.RecordBatch) (*Batch, error) {
 		}
 	}
 
-	b := &Batch{Declared: declared, Kinds: make([]merge.RowKind, nrows), Rows: make([]merge.Row, nrows)}
+	b = &Batch{Declared: declared, Kinds: make([]merge.RowKind, nrows), Rows: make([]merge.Row, nrows)}
 	backing := make([]any, nrows*ncols)
 	for i := range b.Rows {
 		b.Rows[i] = merge.Row(backing[i*ncols : (i+1)*ncols : (i+1)*ncols])
@@ -147,6 +161,21 @@ func Decode(tbl *catalog.Table, rec arrow.RecordBatch) (*Batch, error) {
 		}
 	}
 	return b, nil
+}
+
+// fullValidator is an Arrow array with a full (O(n)) consistency check.
+type fullValidator interface{ ValidateFull() error }
+
+// validateFull runs v's ValidateFull and turns a panic into an error: arrow-go's check of a
+// string array slices the values by each offset before it checks the next one, so offsets such
+// as [0, 5, 3] over 3 bytes make the check itself panic.
+func validateFull(v fullValidator) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%v", r)
+		}
+	}()
+	return v.ValidateFull()
 }
 
 // fillColumn sets column c of every row from arr. Strings and byte slices are copied out of the
@@ -215,10 +244,12 @@ func fill[T any](arr arrow.Array, rows []merge.Row, c int, value func(int) T) {
 	}
 }
 
-// Validate checks a Batch built in code rather than by Decode: shapes (len(Declared) == number
-// of table columns, one kind per row, every row full table width), valid kinds, declared
-// primary-key columns, non-null primary-key values, and Go value types that fit their columns.
-// Errors are codes.InvalidArgument status errors naming the table, column and row.
+// Validate checks a Batch (store.Table.Write calls it for every batch, decoded or built in code):
+// shapes (len(Declared) == number of table columns, one kind per row, every row full table
+// width), valid kinds, declared primary-key columns, non-null primary-key values, values of their
+// columns' types (Go type, valid UTF-8 strings, decimals within their precision) and partition-key
+// values that have a partition name (DATE and TIMESTAMP in the years 0000..9999, TIME within a
+// day). Errors are codes.InvalidArgument status errors naming the table, column and row.
 func (b *Batch) Validate(tbl *catalog.Table) error {
 	ncols := len(tbl.Columns)
 	if b.Declared != nil && len(b.Declared) != ncols {
@@ -235,6 +266,10 @@ func (b *Batch) Validate(tbl *catalog.Table) error {
 	isKey := make([]bool, ncols)
 	for _, c := range tbl.PrimaryKey {
 		isKey[c] = true
+	}
+	isPart := make([]bool, ncols)
+	for _, c := range tbl.PartitionKeys {
+		isPart[c] = true
 	}
 	for i, r := range b.Rows {
 		if !b.Kinds[i].Valid() {
@@ -259,6 +294,11 @@ func (b *Batch) Validate(tbl *catalog.Table) error {
 			}
 			if err := checkValue(col.Type, v); err != nil {
 				return invalidf(tbl, "column %q row %d: %v", col.Name, i, err)
+			}
+			if isPart[c] {
+				if err := checkPartitionValue(col.Type, v); err != nil {
+					return invalidf(tbl, "column %q row %d: %v", col.Name, i, err)
+				}
 			}
 		}
 	}

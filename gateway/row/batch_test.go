@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/setats/setats/merge"
@@ -176,6 +177,76 @@ func TestValidate(t *testing.T) {
 			wantCode(t, err, codes.InvalidArgument)
 			if !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error %q does not contain %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestDecodeMalformedArrays: arrays whose buffers contradict each other (as a malicious DoPut can
+// send: the IPC reader checks only the last offset of a string array) are InvalidArgument naming
+// the table and the column; Decode used to panic on them (slice bounds out of range), which in a
+// goroutine of its own took the whole gateway down.
+func TestDecodeMalformedArrays(t *testing.T) {
+	tbl := allTypes()
+	offsets := func(os ...int32) *memory.Buffer {
+		return memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(os))
+	}
+	strs := func(n int, offs *memory.Buffer, data string) arrow.Array {
+		return array.MakeFromData(array.NewData(arrow.BinaryTypes.String, n, []*memory.Buffer{nil, offs, memory.NewBufferBytes([]byte(data))}, nil, 0, 0))
+	}
+	bins := func(n int, offs *memory.Buffer, data string) arrow.Array {
+		return array.MakeFromData(array.NewData(arrow.BinaryTypes.Binary, n, []*memory.Buffer{nil, offs, memory.NewBufferBytes([]byte(data))}, nil, 0, 0))
+	}
+	ints := func(vals ...int32) arrow.Array {
+		return array.MakeFromData(array.NewData(arrow.PrimitiveTypes.Int32, len(vals), []*memory.Buffer{nil, memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(vals))}, nil, 0, 0))
+	}
+	tests := []struct {
+		name   string
+		column string // the malformed column: k, c_str or c_bin
+		arr    arrow.Array
+		id     arrow.Array
+		want   string
+	}{
+		{"decreasing string offsets", "k", strs(2, offsets(2, 1, 3), "abc"), ints(1, 2), "non-decreasing"},
+		{"negative string offset", "k", strs(1, offsets(-2, 3), "abc"), ints(1), "negative"},
+		// arrow-go's ValidateFull itself slices [0:5] of 3 bytes here (and panics).
+		{"string offset beyond the data mid-array", "k", strs(2, offsets(0, 5, 3), "abc"), ints(1, 2), "malformed Arrow array"},
+		{"string not UTF-8", "c_str", strs(2, offsets(0, 1, 3), "a\xff\xfe"), ints(1, 2), "utf8"},
+		{"decreasing binary offsets", "c_bin", bins(2, offsets(3, 0, 3), "abc"), ints(1, 2), "non-decreasing"},
+		// A null count with a validity bitmap far too short for the rows: reading it panics.
+		{"short validity bitmap", "id", nil, array.MakeFromData(array.NewData(arrow.PrimitiveTypes.Int32, 100,
+			[]*memory.Buffer{memory.NewBufferBytes([]byte{0xff}), memory.NewBufferBytes(make([]byte, 400))}, nil, 1, 0)), "malformed Arrow record batch"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			n := tc.id.Len()
+			k := tc.arr
+			if k == nil || tc.column != "k" {
+				kb := array.NewStringBuilder(memory.DefaultAllocator)
+				for i := 0; i < n; i++ {
+					kb.Append("k")
+				}
+				k = kb.NewArray()
+			}
+			fields := []arrow.Field{field(tbl, "id"), field(tbl, "k")}
+			cols := []arrow.Array{tc.id, k}
+			if tc.column == "c_str" || tc.column == "c_bin" {
+				fields = append(fields, field(tbl, tc.column))
+				cols = append(cols, tc.arr)
+			}
+			rec := array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, int64(n))
+			b, err := Decode(tbl, rec)
+			if b != nil {
+				t.Errorf("got a batch with an error")
+			}
+			wantCode(t, err, codes.InvalidArgument)
+			for _, s := range []string{"db.all_types", tc.want} {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("error %q does not contain %q", err, s)
+				}
+			}
+			if tc.arr != nil && !strings.Contains(err.Error(), `"`+tc.column+`"`) {
+				t.Errorf("error %q does not name column %q", err, tc.column)
 			}
 		})
 	}

@@ -61,6 +61,7 @@ type ChangelogBuilder struct {
 	offset *array.Int64Builder
 	commit *array.TimestampBuilder
 	cols   []func(v any) bool // appends one non-null value; false when its Go type does not fit
+	bytes  int                // Arrow buffer bytes appended since the last NewRecordBatch, about
 }
 
 // NewChangelogBuilder returns a builder for schema, which must be ChangelogSchema(tbl, ...).
@@ -134,6 +135,7 @@ func (b *ChangelogBuilder) Append(kind merge.RowKind, offset, commitMs int64, r 
 	b.kind.Append(int8(kind))
 	b.offset.Append(offset)
 	b.commit.Append(arrow.Timestamp(commitMs))
+	b.bytes += RowBytes(r)
 	for c, v := range r {
 		if v == nil {
 			b.rb.Field(3 + c).AppendNull()
@@ -150,9 +152,34 @@ func (b *ChangelogBuilder) Append(kind merge.RowKind, offset, commitMs int64, r 
 // Len returns the number of rows appended since the last NewRecordBatch.
 func (b *ChangelogBuilder) Len() int { return b.kind.Len() }
 
+// Bytes returns about how many bytes of Arrow buffers the rows appended since the last
+// NewRecordBatch take (the sum of their RowBytes).
+func (b *ChangelogBuilder) Bytes() int { return b.bytes }
+
+// RowBytes returns about how many bytes of Arrow buffers a changelog row of r takes: 17 for the
+// reserved columns, 8 per column value (16 for a DECIMAL), plus the length of every string and
+// byte value.
+func RowBytes(r merge.Row) int {
+	n := 17 + 8*len(r)
+	for _, v := range r {
+		switch x := v.(type) {
+		case string:
+			n += len(x)
+		case []byte:
+			n += len(x)
+		case decimal128.Num:
+			n += 8
+		}
+	}
+	return n
+}
+
 // NewRecordBatch returns the rows appended so far as a record batch (the caller releases it) and
 // resets the builder for the next batch.
-func (b *ChangelogBuilder) NewRecordBatch() arrow.RecordBatch { return b.rb.NewRecordBatch() }
+func (b *ChangelogBuilder) NewRecordBatch() arrow.RecordBatch {
+	b.bytes = 0
+	return b.rb.NewRecordBatch()
+}
 
 // Release frees the builder's memory.
 func (b *ChangelogBuilder) Release() { b.rb.Release() }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/big"
 	"strings"
+	"time"
+	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
@@ -38,7 +40,9 @@ func floorDivMod(a, b int64) (q, r int64) {
 	return q, r
 }
 
-// checkValue reports an error when v, a non-nil value, does not have the Go type of column type t.
+// checkValue reports an error when v, a non-nil value, is not a value of column type t: its Go
+// type must fit t, a CHAR/VARCHAR/STRING value must be valid UTF-8 (as Arrow's utf8 type
+// requires) and a DECIMAL(p, s) value must have at most p digits.
 func checkValue(t catalog.Type, v any) error {
 	ok := false
 	switch t.Kind {
@@ -57,9 +61,19 @@ func checkValue(t catalog.Type, v any) error {
 	case catalog.Double:
 		_, ok = v.(float64)
 	case catalog.Decimal:
-		_, ok = v.(decimal128.Num)
+		var n decimal128.Num
+		if n, ok = v.(decimal128.Num); ok {
+			// -10^p < n < 10^p (FitsInPrecision misses the smallest 128-bit value, whose Abs overflows).
+			m := decimal128.GetScaleMultiplier(t.Precision)
+			if !n.Less(m) || !m.Negate().Less(n) {
+				return fmt.Errorf("%s has more than %d digits", n.ToString(int32(t.Scale)), t.Precision)
+			}
+		}
 	case catalog.Char, catalog.VarChar:
-		_, ok = v.(string)
+		var s string
+		if s, ok = v.(string); ok && !utf8.ValidString(s) {
+			return fmt.Errorf("%q is not valid UTF-8", s)
+		}
 	case catalog.Binary, catalog.VarBinary:
 		_, ok = v.([]byte)
 	case catalog.Date:
@@ -71,6 +85,37 @@ func checkValue(t catalog.Type, v any) error {
 	}
 	if !ok {
 		return fmt.Errorf("value of Go type %T does not fit type %s", v, t)
+	}
+	return nil
+}
+
+// Partition-key values must have a partition name (proto/README.md "Partition names") that
+// ValidatePartitionName accepts, so that readers can name the partition in a ticket: DATE and
+// TIMESTAMP values in the years 0000..9999 (the yyyy-MM-dd form), TIME values within a day.
+var (
+	minPartitionTime = time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC)
+	maxPartitionTime = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC) // exclusive
+)
+
+// checkPartitionValue reports an error when v, a non-nil value that passed checkValue, is a
+// value of a partition-key column of type t that has no partition name.
+func checkPartitionValue(t catalog.Type, v any) error {
+	var tm time.Time
+	switch x := v.(type) {
+	case arrow.Time32:
+		if x < 0 || x >= 24*60*60*1000 {
+			return fmt.Errorf("TIME value %d ms is not a time of day (0 <= ms < 86400000)", x)
+		}
+		return nil
+	case arrow.Date32:
+		tm = x.ToTime()
+	case arrow.Timestamp:
+		tm = x.ToTime(catalog.TimestampUnit(t.Precision))
+	default:
+		return nil
+	}
+	if tm.Before(minPartitionTime) || !tm.Before(maxPartitionTime) {
+		return fmt.Errorf("%s value %d is outside the years 0000..9999 that partition names can hold", t, v)
 	}
 	return nil
 }

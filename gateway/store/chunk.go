@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 
@@ -36,6 +37,8 @@ type chunkWriter struct {
 	prefix   []byte // P B
 	commitMs int64
 	batch    *pebble.Batch
+	keep     bool    // also keep a copy of every chunk in kept (for the tail, tail.go)
+	kept     []chunk // the chunks written, when keep
 
 	key   []byte
 	buf   []byte
@@ -79,6 +82,9 @@ func (w *chunkWriter) flush() error {
 	}
 	binary.BigEndian.PutUint32(w.buf[8:12], w.n)
 	w.key = appendChangelogKey(w.key[:0], w.prefix, w.first)
+	if w.keep {
+		w.kept = append(w.kept, chunk{first: w.first, commitMs: w.commitMs, n: int64(w.n), rows: bytes.Clone(w.buf[chunkHeader:])})
+	}
 	w.n = 0
 	return w.batch.Set(w.key, w.buf, nil)
 }

@@ -89,7 +89,7 @@ func TestDataDriven(t *testing.T) {
 					return fmt.Sprintf("error %s: %s\n", s.Code(), s.Message())
 				}
 				var sb strings.Builder
-				fmt.Fprintf(&sb, "rows=%d changelog=%d commit=%d\n", c.Rows, c.ChangelogRows, c.CommitMs)
+				fmt.Fprintf(&sb, "rows=%d changelog=%d%s commit=%d\n", c.Rows, c.ChangelogRows, formatKinds(c.ChangelogKinds), c.CommitMs)
 				for _, o := range c.Buckets {
 					fmt.Fprintf(&sb, "bucket %q/%d [%d, %d) last=%d\n", o.Partition, o.Bucket, o.StartOffset, o.EndOffset, o.LastCommitMs)
 				}
@@ -182,4 +182,19 @@ func TestDataDriven(t *testing.T) {
 			return ""
 		})
 	})
+}
+
+// formatKinds prints the nonzero per-RowKind changelog counts of a commit: " (+I=1 -U=2)", or ""
+// when there are none.
+func formatKinds(kinds [4]int64) string {
+	var parts []string
+	for k, n := range kinds {
+		if n > 0 {
+			parts = append(parts, fmt.Sprintf("%s=%d", merge.RowKind(k), n))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, " ") + ")"
 }

@@ -31,7 +31,8 @@ func (t *Table) removedError(id BucketID, from int64, m meta) error {
 // Read appends to dst[:0] the changelog rows of bucket id with offsets [from, min(end,
 // from+maxRows)), in offset order, and returns it; maxRows <= 0 means up to the end offset.
 // Rows are never partial batches: end is the published end offset. An unknown bucket reads as
-// empty at offset 0.
+// empty at offset 0. Offsets the in-memory tail of a followed bucket holds (Follow) are read from
+// memory, older ones from Pebble.
 //
 // Errors (codes.OutOfRange, SPEC section 5): from below the oldest retained offset (the message
 // names the table, partition, bucket and the removed range [0, start)), or above the end offset.
@@ -42,7 +43,7 @@ func (t *Table) Read(id BucketID, from int64, maxRows int, dst []Entry) ([]Entry
 		return dst, err
 	}
 	defer t.end()
-	m, prefix := t.published(id)
+	m, prefix, tail := t.readView(id, from)
 	if from < m.start {
 		return dst, t.removedError(id, from, m)
 	}
@@ -57,6 +58,24 @@ func (t *Table) Read(id BucketID, from int64, maxRows int, dst []Entry) ([]Entry
 	if from == upto {
 		return dst, nil
 	}
+	dec := row.ValueDecoder{Table: t.tbl}
+	want := from
+	if tail != nil {
+		// The newest rows, from memory (tail.go): contiguous from the chunk holding from.
+		for _, c := range tail {
+			if want >= upto {
+				break
+			}
+			var err error
+			if dst, want, err = appendChunkRows(dst, c, want, upto, &dec); err != nil {
+				return dst, t.internal(err)
+			}
+		}
+		if want != upto {
+			return dst, t.internal(errors.New("changelog tail does not reach the end offset"))
+		}
+		return dst, nil
+	}
 	it, err := t.db.NewIter(&pebble.IterOptions{
 		LowerBound: appendChangelogKey(nil, prefix, 0),
 		UpperBound: appendChangelogKey(nil, prefix, upto),
@@ -65,8 +84,6 @@ func (t *Table) Read(id BucketID, from int64, maxRows int, dst []Entry) ([]Entry
 		return dst, t.internal(err)
 	}
 	defer it.Close()
-	dec := row.ValueDecoder{Table: t.tbl}
-	want := from
 	// The chunk holding from is the last one starting at or before it.
 	for ok := it.SeekLT(appendChangelogKey(nil, prefix, from+1)); ok && want < upto; ok = it.Next() {
 		v, err := it.ValueAndErr()
@@ -80,20 +97,8 @@ func (t *Table) Read(id BucketID, from int64, maxRows int, dst []Entry) ([]Entry
 		if c.first > want || c.end() <= want {
 			break // retention removed rows after we read the metadata
 		}
-		for off := c.first; off < c.end() && want < upto; off++ {
-			kind, val, err := c.next()
-			if err != nil {
-				return dst, t.internal(err)
-			}
-			if off < want {
-				continue
-			}
-			r, err := dec.Decode(val)
-			if err != nil {
-				return dst, t.internal(err)
-			}
-			dst = append(dst, Entry{Offset: off, Kind: kind, CommitMs: c.commitMs, Row: r})
-			want++
+		if dst, want, err = appendChunkRows(dst, c, want, upto, &dec); err != nil {
+			return dst, t.internal(err)
 		}
 	}
 	if err := it.Error(); err != nil {
@@ -107,6 +112,27 @@ func (t *Table) Read(id BucketID, from int64, maxRows int, dst []Entry) ([]Entry
 		return dst, t.internal(errors.New("changelog rows missing below the end offset"))
 	}
 	return dst, nil
+}
+
+// appendChunkRows appends the rows of c with offsets in [want, upto) to dst, decoded with dec,
+// and returns dst and the offset after the last row appended. want must lie in c.
+func appendChunkRows(dst []Entry, c chunk, want, upto int64, dec *row.ValueDecoder) ([]Entry, int64, error) {
+	for off := c.first; off < c.end() && want < upto; off++ {
+		kind, val, err := c.next()
+		if err != nil {
+			return dst, want, err
+		}
+		if off < want {
+			continue
+		}
+		r, err := dec.Decode(val)
+		if err != nil {
+			return dst, want, err
+		}
+		dst = append(dst, Entry{Offset: off, Kind: kind, CommitMs: c.commitMs, Row: r})
+		want++
+	}
+	return dst, want, nil
 }
 
 // OffsetForTimestamp resolves a commit time to an offset of bucket id (SPEC section 5): the

@@ -1,6 +1,8 @@
 package store
 
 import (
+	"math"
+
 	"github.com/cockroachdb/pebble/v2"
 )
 
@@ -40,7 +42,7 @@ func (t *Table) retainBucket(b *bucket, cutoffMs int64) (int64, error) {
 	b.wmu.Lock()
 	defer b.wmu.Unlock()
 	t.mu.Lock()
-	m := b.m
+	m, _ := b.writerMeta() // includes applied writes whose fsync is in flight (pending.go)
 	t.mu.Unlock()
 	if m.start == m.end {
 		return 0, nil
@@ -66,7 +68,10 @@ func (t *Table) retainBucket(b *bucket, cutoffMs int64) (int64, error) {
 		return 0, t.internal(err)
 	}
 	t.mu.Lock()
+	// Every queued write is in the WAL before this batch, whose fsync made it durable too.
+	b.publishUpTo(math.MaxUint64)
 	b.publish(nm)
+	b.trimTail(x)
 	t.mu.Unlock()
 	t.log.Debug("changelog retention", "partition", b.id.Partition, "bucket", b.id.Bucket, "removed", x-m.start, "start", x)
 	return x - m.start, nil

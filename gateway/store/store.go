@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -42,9 +43,10 @@ type Options struct {
 	KeyIndexMaxKeys int
 	// Logger receives Pebble's and the store's log lines; nil means slog.Default().
 	Logger *slog.Logger
-	// OnCommit is called after each durable commit of a Write, with the bucket locks held (so
-	// calls are ordered per bucket); it must not block long nor call back into the Table's write
-	// path. The server publishes NATS notifications from it.
+	// OnCommit is called after each write is durable and published, before its Pending is done
+	// (so before Write returns), from the goroutine that waited for the fsync; it must not block
+	// long. Calls for writes whose fsyncs complete together may come in any order: each Commit
+	// carries its own offsets.
 	OnCommit func(c Commit)
 }
 
@@ -69,15 +71,18 @@ type BucketOffsets struct {
 }
 
 // Commit describes one durable Write: Rows written rows, ChangelogRows changelog rows emitted,
-// CommitMs their commit time (ms), Buckets the offsets after the write of every bucket the batch
-// touched (sorted by partition, bucket), NewBuckets those buckets that did not exist before.
+// ChangelogKinds those rows per RowKind (indexed by the RowKind value: +I, -U, +U, -D; they sum
+// to ChangelogRows), CommitMs their commit time (ms), Buckets the offsets after the write of every
+// bucket the batch touched (sorted by partition, bucket), NewBuckets those buckets that did not
+// exist before.
 type Commit struct {
-	Table         *catalog.Table
-	Rows          int64
-	ChangelogRows int64
-	CommitMs      int64
-	Buckets       []BucketOffsets
-	NewBuckets    []BucketID
+	Table          *catalog.Table
+	Rows           int64
+	ChangelogRows  int64
+	ChangelogKinds [4]int64
+	CommitMs       int64
+	Buckets        []BucketOffsets
+	NewBuckets     []BucketID
 }
 
 // Entry is one changelog row as Read returns it: its offset, RowKind, commit time (ms) and the
@@ -102,6 +107,7 @@ type Table struct {
 	keys        *keyIndex
 	bg          sync.WaitGroup // background goroutines (key index build)
 	keysBuilt   chan struct{}  // closed when the key index build ends
+	applySeq    atomic.Uint64  // numbers applied writes in apply order (pending.go)
 
 	// ops is held shared by every operation and exclusively by Close.
 	ops sync.RWMutex
@@ -124,6 +130,12 @@ type bucket struct {
 	m       meta
 	exists  bool
 	waiters map[int64]chan struct{}
+	// Guarded by Table.mu: the writes applied to Pebble but not yet published, in apply order
+	// (pending.go); followers and the in-memory changelog tail (tail.go).
+	queue     []applied
+	followers int
+	tail      []chunk
+	tailBytes int
 }
 
 // Open opens (creating when needed) the Pebble DB of tbl at tbl.Location/data and rebuilds the

@@ -19,12 +19,16 @@ type group struct {
 	b     *bucket
 	rows  []int32 // indexes into the batch, in batch order
 	isNew bool
+	// keepTail: the bucket has followers, keep copies of its changelog chunks (tail.go).
+	keepTail bool
 
 	// Results of prepare.
 	batch     *pebble.Batch
 	m         meta     // metadata after the write
 	changelog int64    // changelog rows emitted
+	kinds     [4]int64 // changelog rows emitted per RowKind
 	newKeys   []uint64 // key index hashes of keys stored by this write that were not stored before
+	chunks    []chunk  // the changelog chunks written, when keepTail
 	err       error
 	errRow    int32 // batch row of a merge error; -1 for other errors
 }
@@ -39,33 +43,59 @@ type slot struct {
 }
 
 // Write applies a batch of written rows (SPEC sections 3, 4 and 7) and returns once it is
-// durable.
+// durable: Apply, then Pending.Wait.
+func (t *Table) Write(ctx context.Context, b *row.Batch) (Commit, error) {
+	p, err := t.Apply(ctx, b)
+	if err != nil {
+		return Commit{}, err
+	}
+	return p.Wait()
+}
+
+// Apply applies a batch of written rows (SPEC sections 3, 4 and 7) and returns before its fsync
+// finishes; the returned Pending reports when the batch is durable (Pending.Wait). Writes
+// applied later, of this or another caller, already see its state (pipelining, pending.go);
+// readers see its changelog rows only once it is durable, and nothing may be acknowledged to a
+// client before Wait returns.
 //
 // For every row, in batch order per key, the merge engine folds it into the stored row of its
 // key; a key written twice in a batch sees its own earlier write. The changelog rows the merge
 // emits get dense offsets per bucket (+1 per row) and one commit time: max(clock, newest commit
 // time of every touched bucket), so commit times never decrease within a bucket. State rows,
 // changelog rows and bucket metadata of all touched buckets go into one Pebble batch committed
-// with fsync; readers see its rows only after that. The batch is atomic: when any row fails
-// (a bad row: codes.InvalidArgument; a merge error such as a delete on a PARTIAL_UPDATE table
-// without a delete option, SPEC case M7) nothing of it is applied.
+// with fsync. The batch is atomic: when any row fails (a bad row: codes.InvalidArgument; a merge
+// error such as a delete on a PARTIAL_UPDATE table without a delete option, SPEC case M7)
+// nothing of it is applied and Apply returns the error.
 //
 // Rows of different buckets are merged in parallel. Writes touching disjoint buckets run in
-// parallel; writes sharing a bucket are serialised. Options.OnCommit is called before Write
-// returns. Errors: codes.InvalidArgument (bad batch, merge errors), codes.Canceled or
-// DeadlineExceeded (ctx done before the commit), codes.Unavailable (table closed),
-// codes.Internal (storage).
-func (t *Table) Write(ctx context.Context, b *row.Batch) (Commit, error) {
+// parallel; writes sharing a bucket are prepared one after the other, in the order their Apply
+// calls took the bucket locks. Errors: codes.InvalidArgument (bad batch, merge errors),
+// codes.Canceled or DeadlineExceeded (ctx done before the commit), codes.Unavailable (table
+// closed), codes.Internal (storage).
+func (t *Table) Apply(ctx context.Context, b *row.Batch) (*Pending, error) {
 	if err := t.begin(); err != nil {
-		return Commit{}, err
+		return nil, err
 	}
-	defer t.end()
 	if err := b.Validate(t.tbl); err != nil {
-		return Commit{}, err
+		t.end()
+		return nil, err
 	}
 	if len(b.Rows) == 0 {
-		return Commit{Table: t.tbl, CommitMs: t.clock()}, nil
+		t.end()
+		return donePending(Commit{Table: t.tbl, CommitMs: t.clock()}), nil
 	}
+	p, err := t.apply(ctx, b)
+	if err != nil {
+		t.end()
+		return nil, err
+	}
+	go p.sync() // ends the operation
+	return p, nil
+}
+
+// apply prepares b under the bucket locks and applies it to Pebble without waiting for the
+// fsync; on success the caller owns the returned Pending's batch and operation lock.
+func (t *Table) apply(ctx context.Context, b *row.Batch) (*Pending, error) {
 	groups := t.groupRows(b)
 	for _, g := range groups {
 		g.b.wmu.Lock()
@@ -76,15 +106,15 @@ func (t *Table) Write(ctx context.Context, b *row.Batch) (Commit, error) {
 		}
 	}()
 	if err := ctx.Err(); err != nil {
-		return Commit{}, status.FromContextError(err).Err()
+		return nil, status.FromContextError(err).Err()
 	}
 
 	// Commit time and starting metadata (stable: we hold the writer locks).
 	commitMs := t.clock()
 	t.mu.Lock()
 	for _, g := range groups {
-		g.m = g.b.m
-		g.isNew = !g.b.exists
+		g.m, g.isNew = g.b.writerMeta()
+		g.keepTail = g.b.followers > 0
 		commitMs = max(commitMs, g.m.lastCommitMs)
 	}
 	t.mu.Unlock()
@@ -128,41 +158,48 @@ func (t *Table) Write(ctx context.Context, b *row.Batch) (Commit, error) {
 		}
 	}
 	if failed != nil {
-		return Commit{}, failed.err
+		return nil, failed.err
 	}
 	if err := ctx.Err(); err != nil {
-		return Commit{}, status.FromContextError(err).Err()
+		return nil, status.FromContextError(err).Err()
 	}
 
-	// One batch, one fsync.
+	// One batch, one fsync (waited for by Pending.sync).
 	batch := groups[0].batch
 	for _, g := range groups[1:] {
 		if err := batch.Apply(g.batch, nil); err != nil {
-			return Commit{}, t.internal(err)
+			return nil, t.internal(err)
 		}
 	}
-	if err := batch.Commit(pebble.Sync); err != nil {
-		return Commit{}, t.internal(err)
+	groups[0].batch = nil
+	if err := t.db.ApplyNoSyncWait(batch, pebble.Sync); err != nil {
+		_ = batch.Close()
+		return nil, t.internal(err)
 	}
 
-	c := Commit{Table: t.tbl, Rows: int64(len(b.Rows)), CommitMs: commitMs, Buckets: make([]BucketOffsets, 0, len(groups))}
+	// Applied: later writes must see it (key index, queued metadata) before the locks go.
+	p := &Pending{t: t, seq: t.applySeq.Add(1), batch: batch, done: make(chan struct{}),
+		buckets: make([]*bucket, 0, len(groups)),
+		c:       Commit{Table: t.tbl, Rows: int64(len(b.Rows)), CommitMs: commitMs, Buckets: make([]BucketOffsets, 0, len(groups))}}
 	for _, g := range groups {
 		t.keys.add(g.newKeys)
 	}
+	c := &p.c
 	t.mu.Lock()
 	for _, g := range groups {
-		g.b.publish(g.m)
+		g.b.queue = append(g.b.queue, applied{seq: p.seq, m: g.m, changelog: g.changelog > 0, chunks: g.chunks})
+		p.buckets = append(p.buckets, g.b)
 		c.ChangelogRows += g.changelog
-		c.Buckets = append(c.Buckets, g.b.offsets())
+		for k, n := range g.kinds {
+			c.ChangelogKinds[k] += n
+		}
+		c.Buckets = append(c.Buckets, BucketOffsets{BucketID: g.b.id, StartOffset: g.m.start, EndOffset: g.m.end, LastCommitMs: g.m.lastCommitMs})
 		if g.isNew {
 			c.NewBuckets = append(c.NewBuckets, g.b.id)
 		}
 	}
 	t.mu.Unlock()
-	if t.opts.OnCommit != nil {
-		t.opts.OnCommit(c)
-	}
-	return c, nil
+	return p, nil
 }
 
 // groupRows assigns every row to its bucket and returns the groups sorted by bucket (the lock
@@ -246,7 +283,7 @@ func (t *Table) prepare(g *group, b *row.Batch, commitMs int64) {
 	g.batch = t.db.NewBatch()
 	var out []merge.Change
 	end := g.m.end
-	cw := chunkWriter{tbl: tbl, prefix: prefix, commitMs: commitMs, batch: g.batch}
+	cw := chunkWriter{tbl: tbl, prefix: prefix, commitMs: commitMs, batch: g.batch, keep: g.keepTail}
 	for i, r := range g.rows {
 		s := &slots[slotOf[i]]
 		next, changes, err := t.engine.Merge(out[:0], s.cur, b.Kinds[r], b.Rows[r], b.Declared)
@@ -265,6 +302,7 @@ func (t *Table) prepare(g *group, b *row.Batch, commitMs int64) {
 				g.err = t.internal(err)
 				return
 			}
+			g.kinds[ch.Kind&3]++
 			end++
 		}
 	}
@@ -272,6 +310,7 @@ func (t *Table) prepare(g *group, b *row.Batch, commitMs int64) {
 		g.err = t.internal(err)
 		return
 	}
+	g.chunks = cw.kept
 	buf := cw.buf
 	for i := range slots {
 		s := &slots[i]
