@@ -233,7 +233,7 @@ class SetatsSinkITCase {
                                 assertThat(
                                                 ExceptionUtils.findThrowableWithMessage(
                                                         e,
-                                                        "INVALID_ARGUMENT: table testdb.demo_setats_table1: "
+                                                        "INVALID_ARGUMENT: batch 0: table testdb.demo_setats_table1: "
                                                                 + "column \"name\" (STRING): expected Arrow type utf8, got int32"))
                                         .as("gateway error in %s", ExceptionUtils.stringifyException(e))
                                         .isPresent());
@@ -275,7 +275,7 @@ class SetatsSinkITCase {
                                 assertThat(
                                                 ExceptionUtils.findThrowableWithMessage(
                                                         e,
-                                                        "INVALID_ARGUMENT: table ds.null_key: column \"k\" row 1: "
+                                                        "INVALID_ARGUMENT: batch 0: table ds.null_key: column \"k\" row 1: "
                                                                 + "null value in primary-key column"))
                                         .as("gateway error in %s", ExceptionUtils.stringifyException(e))
                                         .isPresent());
