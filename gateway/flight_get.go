@@ -43,6 +43,12 @@ func (f *flightService) DoGet(tkt *flight.Ticket, stream flight.FlightService_Do
 	if err != nil {
 		return err
 	}
+	if id := t.GetTableId(); id != "" && id != ot.tbl.Info.GetTableId() {
+		return status.Errorf(codes.NotFound,
+			"table %s: the ticket is for table id %s, which was dropped; the table now has id %s "+
+				"(a position in the old table's changelog means nothing in the new one)",
+			ot.label, id, ot.tbl.Info.GetTableId())
+	}
 	if err := checkBucket(ot.tbl, t.GetPartition(), t.GetBucket()); err != nil {
 		return err
 	}

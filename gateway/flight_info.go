@@ -155,6 +155,7 @@ func (f *flightService) GetFlightInfo(_ context.Context, d *flight.FlightDescrip
 			Partition: b.Partition,
 			Bucket:    b.Bucket,
 			Follow:    cmd.GetFollow(),
+			TableId:   ot.tbl.Info.GetTableId(),
 		}
 		rows := int64(0)
 		switch st := cmd.GetStart().(type) {

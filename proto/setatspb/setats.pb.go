@@ -885,7 +885,11 @@ type ChangelogTicket struct {
 	// true: the stream stays open and rows are pushed as soon as they are durable.
 	Follow bool `protobuf:"varint,9,opt,name=follow,proto3" json:"follow,omitempty"`
 	// Upper bound on rows per record batch; <= 0 means the gateway's default (4096).
-	MaxBatchRows  int32 `protobuf:"varint,10,opt,name=max_batch_rows,json=maxBatchRows,proto3" json:"max_batch_rows,omitempty"`
+	MaxBatchRows int32 `protobuf:"varint,10,opt,name=max_batch_rows,json=maxBatchRows,proto3" json:"max_batch_rows,omitempty"`
+	// TableInfo.table_id of the table the position belongs to. When set and the table was dropped
+	// and re-created since, DoGet fails with NotFound naming both ids instead of reading the new
+	// table from an offset of the old one. GetFlightInfo fills it in; "" skips the check.
+	TableId       string `protobuf:"bytes,11,opt,name=table_id,json=tableId,proto3" json:"table_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1001,6 +1005,13 @@ func (x *ChangelogTicket) GetMaxBatchRows() int32 {
 		return x.MaxBatchRows
 	}
 	return 0
+}
+
+func (x *ChangelogTicket) GetTableId() string {
+	if x != nil {
+		return x.TableId
+	}
+	return ""
 }
 
 type isChangelogTicket_Start interface {
@@ -2028,7 +2039,7 @@ const file_setats_proto_rawDesc = "" +
 	"\bposition\x18\x04 \x01(\x0e2\x18.setats.v1.StartPositionH\x00R\bposition\x12#\n" +
 	"\ftimestamp_ms\x18\x05 \x01(\x03H\x00R\vtimestampMs\x12\x16\n" +
 	"\x06follow\x18\x06 \x01(\bR\x06followB\a\n" +
-	"\x05start\"\xec\x02\n" +
+	"\x05start\"\x87\x03\n" +
 	"\x0fChangelogTicket\x123\n" +
 	"\acatalog\x18\x01 \x01(\v2\x19.setats.v1.CatalogContextR\acatalog\x12\x1a\n" +
 	"\bdatabase\x18\x02 \x01(\tR\bdatabase\x12\x14\n" +
@@ -2040,7 +2051,8 @@ const file_setats_proto_rawDesc = "" +
 	"\bposition\x18\b \x01(\x0e2\x18.setats.v1.StartPositionH\x00R\bposition\x12\x16\n" +
 	"\x06follow\x18\t \x01(\bR\x06follow\x12$\n" +
 	"\x0emax_batch_rows\x18\n" +
-	" \x01(\x05R\fmaxBatchRowsB\a\n" +
+	" \x01(\x05R\fmaxBatchRows\x12\x19\n" +
+	"\btable_id\x18\v \x01(\tR\atableIdB\a\n" +
 	"\x05start\"\a\n" +
 	"\x05Empty\"\xd2\x01\n" +
 	"\vGatewayInfo\x12\x18\n" +
