@@ -153,6 +153,34 @@ public final class SetatsSourceConfig implements Serializable {
     }
 
     @Override
+    public boolean equals(Object o) {
+        if (this == o) {
+            return true;
+        }
+        if (!(o instanceof SetatsSourceConfig)) {
+            return false;
+        }
+        SetatsSourceConfig that = (SetatsSourceConfig) o;
+        return expectedBucketCount == that.expectedBucketCount
+                && managerUrl.equals(that.managerUrl)
+                && warehouse.equals(that.warehouse)
+                && catalogType.equals(that.catalogType)
+                && catalogName.equals(that.catalogName)
+                && uri.equals(that.uri)
+                && database.equals(that.database)
+                && table.equals(that.table)
+                && startupMode == that.startupMode
+                && Objects.equals(startupTimestampMs, that.startupTimestampMs)
+                && discoveryInterval.equals(that.discoveryInterval)
+                && Objects.equals(expectedBucketKey, that.expectedBucketKey);
+    }
+
+    @Override
+    public int hashCode() {
+        return Objects.hash(managerUrl, warehouse, database, table, startupMode, startupTimestampMs);
+    }
+
+    @Override
     public String toString() {
         return "SetatsSourceConfig{" + managerUrl + " " + tablePath() + " startup=" + startupMode
                 + (startupTimestampMs != null ? "@" + startupTimestampMs : "")

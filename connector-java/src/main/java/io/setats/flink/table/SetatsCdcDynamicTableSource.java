@@ -121,7 +121,7 @@ public final class SetatsCdcDynamicTableSource implements ScanTableSource, Suppo
             return false;
         }
         SetatsCdcDynamicTableSource that = (SetatsCdcDynamicTableSource) o;
-        return config.toString().equals(that.config.toString())
+        return config.equals(that.config)
                 && physicalType.equals(that.physicalType)
                 && metadataKeys.equals(that.metadataKeys)
                 && Objects.equals(producedDataType, that.producedDataType);
@@ -129,6 +129,6 @@ public final class SetatsCdcDynamicTableSource implements ScanTableSource, Suppo
 
     @Override
     public int hashCode() {
-        return Objects.hash(config.toString(), physicalType, metadataKeys, producedDataType);
+        return Objects.hash(config, physicalType, metadataKeys, producedDataType);
     }
 }

@@ -29,6 +29,7 @@ import org.apache.flink.test.junit5.InjectMiniCluster;
 import org.apache.flink.test.junit5.MiniClusterExtension;
 import org.apache.flink.types.RowKind;
 import org.apache.flink.util.CloseableIterator;
+import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -49,13 +50,14 @@ import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
 
+import static io.setats.flink.source.SourceTestTables.awaitOpenChangelogStreams;
 import static io.setats.flink.source.SourceTestTables.create;
 import static io.setats.flink.source.SourceTestTables.insert;
-import static io.setats.flink.source.SourceTestTables.intKeysInBucket;
 import static io.setats.flink.source.SourceTestTables.row;
 import static io.setats.flink.source.SourceTestTables.spec;
 import static io.setats.flink.source.SourceTestTables.write;
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /**
  * The DataStream API source ({@link SetatsCdcSource#builder()}) in Flink jobs on a MiniCluster
@@ -66,7 +68,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 @Timeout(value = 300, unit = TimeUnit.SECONDS)
 class SetatsCdcSourceITCase {
 
-    @RegisterExtension static final SetatsGatewayProcess GATEWAY = new SetatsGatewayProcess();
+    /** Retention runs every 100 ms (only the R6 table has a short retention). */
+    @RegisterExtension
+    static final SetatsGatewayProcess GATEWAY = new SetatsGatewayProcess("--retention-interval", "100ms");
 
     @RegisterExtension
     static final MiniClusterExtension MINI_CLUSTER =
@@ -134,10 +138,19 @@ class SetatsCdcSourceITCase {
     }
 
     private static StreamExecutionEnvironment env(MiniCluster cluster, int parallelism, @Nullable String savepoint) {
+        return env(cluster, parallelism, savepoint, true);
+    }
+
+    private static StreamExecutionEnvironment env(
+            MiniCluster cluster, int parallelism, @Nullable String savepoint, boolean restart) {
         Configuration conf = new Configuration();
-        conf.set(RestartStrategyOptions.RESTART_STRATEGY, "fixed-delay");
-        conf.set(RestartStrategyOptions.RESTART_STRATEGY_FIXED_DELAY_ATTEMPTS, 1000);
-        conf.set(RestartStrategyOptions.RESTART_STRATEGY_FIXED_DELAY_DELAY, Duration.ofMillis(200));
+        if (restart) {
+            conf.set(RestartStrategyOptions.RESTART_STRATEGY, "fixed-delay");
+            conf.set(RestartStrategyOptions.RESTART_STRATEGY_FIXED_DELAY_ATTEMPTS, 1000);
+            conf.set(RestartStrategyOptions.RESTART_STRATEGY_FIXED_DELAY_DELAY, Duration.ofMillis(200));
+        } else {
+            conf.set(RestartStrategyOptions.RESTART_STRATEGY, "none");
+        }
         if (savepoint != null) {
             conf.set(SavepointConfigOptions.SAVEPOINT_PATH, savepoint);
             conf.set(SavepointConfigOptions.SAVEPOINT_IGNORE_UNCLAIMED_STATE, true);
@@ -171,7 +184,40 @@ class SetatsCdcSourceITCase {
         }
     }
 
+    /** Jobs of one test are cancelled after it; wait until their streams are gone. */
+    @AfterEach
+    void noStreamLeftOpen() throws Exception {
+        awaitOpenChangelogStreams(GATEWAY, 0);
+    }
+
     // ------------------------------------------------------------------------------------------
+
+    /** The DataStream API without SQL: columns looked up from the gateway, RowData with RowKind out. */
+    @Test
+    void dataStreamBuilderEmitsRowData(@InjectMiniCluster MiniCluster cluster) throws Exception {
+        createTable("ds", KV, Collections.singletonList("id"), Collections.emptyList(), 1);
+        put("ds", KV, insert(1, "a"), insert(2, "b"));
+        put("ds", KV, insert(1, "a2"), row(RowKind.DELETE, 2, null));
+        SetatsCdcSource<RowData> src =
+                SetatsCdcSource.builder()
+                        .setManagerUrl(GATEWAY.managerUrl())
+                        .setWarehouse(GATEWAY.warehouseUri())
+                        .setTable(DB, "ds")
+                        .setStartupMode(StartupMode.EARLIEST)
+                        .build();
+        assertThat(src.readType().getFieldNames()).containsExactly("id", "v");
+        assertThat(src.readType().getTypeAt(0).isNullable()).isFalse(); // primary key
+        assertThat(src.getProducedType().getTypeClass()).isEqualTo(RowData.class);
+        try (CloseableIterator<String> it =
+                env(cluster, 1, null)
+                        .fromSource(src, WatermarkStrategy.noWatermarks(), "ds")
+                        .map(r -> r.getRowKind().shortString() + "[" + r.getInt(0) + ", "
+                                + (r.isNullAt(1) ? "null" : r.getString(1).toString()) + "]")
+                        .returns(Types.STRING)
+                        .executeAndCollect("ds")) {
+            assertThat(take(it, 5)).containsExactly("+I[1, a]", "+I[2, b]", "-U[1, a]", "+U[1, a2]", "-D[2, b]");
+        }
+    }
 
     /** Read-case R1, with the gateway's commit times: inclusive, and before the oldest row = earliest. */
     @Test
@@ -226,9 +272,10 @@ class SetatsCdcSourceITCase {
                         .setWatchEnabled(false));
         try (CloseableIterator<String> it =
                 env(cluster, 1, null).fromSource(src, WatermarkStrategy.noWatermarks(), "r3").executeAndCollect("r3")) {
-            // Sync: once this row arrives the reader is live on d1 (startup resolved).
-            put("r3", PART, insert("k0", "d1", "probe"));
-            assertThat(take(it, 2)).containsExactly("-U[k0, d1, old]", "+U[k0, d1, probe]");
+            // Sync: the reader has opened the streams of d1's buckets, so 'latest' is resolved.
+            try (GatewayClient c = GATEWAY.client()) {
+                awaitOpenChangelogStreams(GATEWAY, SourceTestTables.splitsAtStart(c, DB, "r3"));
+            }
 
             put("r3", PART, insert("k1", "d2", "r1")); // creates partition d2
             assertThat(take(it, 1)).containsExactly("+I[k1, d2, r1]"); // found within an interval
@@ -239,32 +286,29 @@ class SetatsCdcSourceITCase {
 
     /**
      * Read-case R4: a split that never emitted a row restores at the position resolved at the first
-     * start. Bucket 0 holds the case's rows; a probe row in bucket 1 tells the test that the reader
-     * holds both splits before the savepoint is taken.
+     * start (offset 1), so the old row is not replayed and a row written while no job ran is not
+     * lost.
      */
     @Test
     void restoringASplitThatNeverEmittedDoesNotReplayHistory(
             @InjectMiniCluster MiniCluster cluster, @TempDir Path savepoints) throws Exception {
-        createTable("r4", KV, Collections.singletonList("id"), Collections.emptyList(), 2);
-        List<Integer> b0 = intKeysInBucket(KV, "id", 2, 0, 1, 3);
-        int probe = intKeysInBucket(KV, "id", 2, 1, 1, 1).get(0);
-        int old = b0.get(0), between = b0.get(1), fresh = b0.get(2);
-        put("r4", KV, insert(old, "old"));
+        createTable("r4", KV, Collections.singletonList("id"), Collections.emptyList(), 1);
+        put("r4", KV, insert(1, "old"));
 
         SetatsCdcSource<String> src = source(builder("r4", KV).setStartupMode(StartupMode.LATEST));
         StreamExecutionEnvironment first = env(cluster, 1, null);
         CloseableIterator<String> it1 =
                 first.fromSource(src, WatermarkStrategy.noWatermarks(), "r4").uid("setats-r4").collectAsync();
         JobClient job1 = first.executeAsync("r4 first run");
-        put("r4", KV, insert(probe, "probe"));
-        assertThat(take(it1, 1)).containsExactly("+I[" + probe + ", probe]");
+        awaitOpenChangelogStreams(GATEWAY, 1); // the reader holds the split at offset 1
         String savepoint =
                 job1.stopWithSavepoint(false, savepoints.toUri().toString(), SavepointFormatType.CANONICAL)
                         .get(60, TimeUnit.SECONDS);
         assertThat(job1.getJobStatus().get(60, TimeUnit.SECONDS)).isIn(JobStatus.FINISHED, JobStatus.CANCELED);
         it1.close();
+        awaitOpenChangelogStreams(GATEWAY, 0);
 
-        put("r4", KV, insert(between, "between")); // written while no job runs: must not be lost
+        put("r4", KV, insert(3, "between")); // written while no job runs: must not be lost
 
         StreamExecutionEnvironment second = env(cluster, 1, savepoint);
         DataStream<String> restored =
@@ -272,9 +316,57 @@ class SetatsCdcSourceITCase {
                         .map(s -> s).returns(Types.STRING); // a new sink: its old state is not restored
         try (CloseableIterator<String> it2 = restored.collectAsync()) {
             second.executeAsync("r4 restored");
-            put("r4", KV, insert(fresh, "new"));
-            assertThat(take(it2, 2)).containsExactly("+I[" + between + ", between]", "+I[" + fresh + ", new]");
+            put("r4", KV, insert(2, "new"));
+            // One bucket, offset order: +I[1, old] would come first if history were replayed.
+            assertThat(take(it2, 2)).containsExactly("+I[3, between]", "+I[2, new]");
         }
+    }
+
+    /**
+     * Read-case R6 in a job: restoring a split whose position retention removed fails the job with
+     * the gateway's message naming the bucket and the removed offsets; no row is skipped silently.
+     */
+    @Test
+    void restoringAnExpiredPositionFailsTheJob(
+            @InjectMiniCluster MiniCluster cluster, @TempDir Path savepoints) throws Exception {
+        try (GatewayClient c = GATEWAY.client()) {
+            create(c, spec(DB, "r6", KV, Collections.singletonList("id"), Collections.emptyList(), 1,
+                    Collections.singletonMap("changelog.retention.ms", "1000")));
+        }
+        put("r6", KV, insert(1, "a")); // offset 0
+        SetatsCdcSource<String> src = source(builder("r6", KV).setStartupMode(StartupMode.LATEST));
+        StreamExecutionEnvironment first = env(cluster, 1, null);
+        CloseableIterator<String> it1 =
+                first.fromSource(src, WatermarkStrategy.noWatermarks(), "r6").uid("setats-r6").collectAsync();
+        JobClient job1 = first.executeAsync("r6 first run");
+        awaitOpenChangelogStreams(GATEWAY, 1); // the split is at offset 1
+        String savepoint =
+                job1.stopWithSavepoint(false, savepoints.toUri().toString(), SavepointFormatType.CANONICAL)
+                        .get(60, TimeUnit.SECONDS);
+        it1.close();
+        awaitOpenChangelogStreams(GATEWAY, 0);
+
+        put("r6", KV, insert(2, "b")); // offset 1: the restored split's next row
+        long deadline = System.currentTimeMillis() + 60_000;
+        long start = 0;
+        while (start < 2 && System.currentTimeMillis() < deadline) {
+            try (GatewayClient c = GATEWAY.client()) {
+                start = c.listBuckets(DB, "r6").getBuckets(0).getStartOffset();
+            }
+            Thread.sleep(100);
+        }
+        assertThat(start).as("retention removed offsets 0 and 1").isEqualTo(2);
+
+        StreamExecutionEnvironment second = env(cluster, 1, savepoint, false);
+        second.fromSource(src, WatermarkStrategy.noWatermarks(), "r6").uid("setats-r6")
+                .map(s -> s).returns(Types.STRING)
+                .sinkTo(new org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink<>());
+        JobClient job2 = second.executeAsync("r6 restored");
+        assertThatThrownBy(() -> job2.getJobExecutionResult().get(120, TimeUnit.SECONDS))
+                .hasStackTraceContaining("OUT_OF_RANGE")
+                .hasStackTraceContaining("table " + DB + ".r6 bucket 0")
+                .hasStackTraceContaining("offset 1 was removed by retention")
+                .hasStackTraceContaining("[0, 2)");
     }
 
     /**

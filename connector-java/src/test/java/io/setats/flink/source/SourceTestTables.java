@@ -2,10 +2,13 @@ package io.setats.flink.source;
 
 import io.setats.flink.client.GatewayClient;
 import io.setats.flink.client.PutStream;
+import io.setats.flink.testutils.SetatsGatewayProcess;
 import io.setats.flink.utils.BucketHasher;
 import io.setats.flink.utils.RowDataArrowWriter;
 import io.setats.flink.utils.SetatsTypes;
 import io.setats.proto.v1.Column;
+import io.setats.proto.v1.LookupOffsetsRequest;
+import io.setats.proto.v1.StartPosition;
 import io.setats.proto.v1.TableInfo;
 import io.setats.proto.v1.TableSpec;
 import io.setats.proto.v1.WriteAck;
@@ -17,6 +20,12 @@ import org.apache.flink.table.data.StringData;
 import org.apache.flink.table.types.logical.RowType;
 import org.apache.flink.types.RowKind;
 
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.net.HttpURLConnection;
+import java.net.URL;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
@@ -122,5 +131,54 @@ public final class SourceTestTables {
             }
         }
         return out;
+    }
+
+    /**
+     * The gateway's {@code setats_changelog_streams_open} gauge (admin HTTP {@code /metrics}): how
+     * many DoGet changelog streams are open. A source reader opens one per split once the
+     * enumerator resolved its position, so tests wait on it before writing rows that a {@code
+     * latest} start must see.
+     */
+    public static int openChangelogStreams(SetatsGatewayProcess gateway) throws IOException {
+        HttpURLConnection conn =
+                (HttpURLConnection) new URL("http://" + gateway.adminAddr() + "/metrics").openConnection();
+        try (InputStream in = conn.getInputStream()) {
+            ByteArrayOutputStream buf = new ByteArrayOutputStream();
+            in.transferTo(buf);
+            for (String line : buf.toString(StandardCharsets.UTF_8).split("\n")) {
+                if (line.startsWith("setats_changelog_streams_open ")) {
+                    return (int) Double.parseDouble(line.substring(line.indexOf(' ') + 1).trim());
+                }
+            }
+            return 0;
+        } finally {
+            conn.disconnect();
+        }
+    }
+
+    /** Waits (at most 60 s) until exactly {@code n} changelog streams are open on the gateway. */
+    public static void awaitOpenChangelogStreams(SetatsGatewayProcess gateway, int n)
+            throws IOException, InterruptedException {
+        long deadline = System.currentTimeMillis() + 60_000;
+        int open = openChangelogStreams(gateway);
+        while (open != n) {
+            if (System.currentTimeMillis() > deadline) {
+                throw new IllegalStateException(
+                        "expected " + n + " open changelog streams on the gateway, found " + open);
+            }
+            Thread.sleep(20);
+            open = openChangelogStreams(gateway);
+        }
+    }
+
+    /** How many splits a source starting now would get: the buckets lookup-offsets reports. */
+    public static int splitsAtStart(GatewayClient client, String database, String table) {
+        return client.lookupOffsets(
+                        LookupOffsetsRequest.newBuilder()
+                                .setDatabase(database)
+                                .setTable(table)
+                                .setPosition(StartPosition.LATEST)
+                                .build())
+                .getOffsetsCount();
     }
 }

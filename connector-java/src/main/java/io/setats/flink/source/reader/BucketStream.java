@@ -70,6 +70,8 @@ final class BucketStream implements Runnable {
     private final Object pauseLock = new Object();
 
     private volatile boolean closed;
+    /** Offset of the next row this stream expects; -1 until known (timestamp start). */
+    private volatile long nextOffset;
     private volatile FlightStream stream;
     private boolean paused; // guarded by pauseLock
 
@@ -99,6 +101,7 @@ final class BucketStream implements Runnable {
             t.setOffset(split.startingOffset());
         }
         this.ticket = t.build();
+        this.nextOffset = split.startingTimestampMs() != null ? -1 : split.startingOffset();
         this.thread = new Thread(this, threadNamePrefix + " " + split.splitId());
         this.thread.setDaemon(true);
     }
@@ -156,9 +159,13 @@ final class BucketStream implements Runnable {
     }
 
     private String position() {
-        return split.startingTimestampMs() != null
-                ? "the first row committed at or after " + split.startingTimestampMs() + " ms"
-                : "offset " + split.startingOffset();
+        String start =
+                split.startingTimestampMs() != null
+                        ? "the first row committed at or after " + split.startingTimestampMs() + " ms"
+                        : "offset " + split.startingOffset();
+        long next = nextOffset;
+        boolean moved = next >= 0 && (split.startingTimestampMs() != null || next != split.startingOffset());
+        return moved ? start + " (next offset " + next + ")" : start;
     }
 
     @Override
@@ -197,6 +204,7 @@ final class BucketStream implements Runnable {
                     expected = offset + 1;
                     rows.add(new ChangelogRecord(reader.read(i), offset, reader.commitTimestampMs(i), tb));
                 }
+                nextOffset = expected;
                 awaitNotPaused();
                 handover.put(new Batch(split.splitId(), rows), this::isOpen);
             }
