@@ -46,7 +46,9 @@ import java.util.TreeSet;
  *
  * <ul>
  *   <li>At start it checks the table: it exists, the declared 'bucket'/'bucket-key' match it, the
- *       read columns exist with readable types. It then resolves the startup mode to concrete
+ *       read columns exist with readable types, and learns the table id ({@code
+ *       TableInfo.table_id}) that every split it creates carries, so readers can tell the gateway
+ *       which table a position belongs to. It then resolves the startup mode to concrete
  *       offsets with {@code lookup-offsets} ({@code latest}: each bucket's end offset now, {@code
  *       earliest}: its oldest retained offset, {@code from-timestamp}: the first row committed at
  *       or after the timestamp, or a pending timestamp when the gateway cannot resolve it yet).
@@ -78,6 +80,8 @@ public final class SetatsSourceEnumerator
     private final Set<TableBucket> assigned = new TreeSet<>();
     private final Map<TableBucket, SetatsSplit> pending = new TreeMap<>();
     private boolean startupResolved;
+    /** TableInfo.table_id learned from get-table at start; null until then. */
+    @Nullable private String tableId;
 
     private boolean discoveryInFlight;
     private boolean discoveryRequested;
@@ -123,7 +127,19 @@ public final class SetatsSourceEnumerator
     // Startup: check the table, resolve the startup mode (worker thread), then take the result
     // (coordinator thread).
 
-    private List<SetatsSplit> checkTableAndResolve(boolean resolve) {
+    /** What the startup look at the table found (worker thread to coordinator thread). */
+    private static final class Startup {
+        final String tableId;
+        /** The resolved splits, or null when the startup mode was resolved before (restore). */
+        @Nullable final List<SetatsSplit> splits;
+
+        Startup(String tableId, @Nullable List<SetatsSplit> splits) {
+            this.tableId = tableId;
+            this.splits = splits;
+        }
+    }
+
+    private Startup checkTableAndResolve(boolean resolve) {
         TableInfo info =
                 client.getTable(config.database(), config.table())
                         .orElseThrow(
@@ -148,8 +164,9 @@ public final class SetatsSourceEnumerator
                         e);
             }
         }
+        String id = info.getTableId();
         if (!resolve) {
-            return null;
+            return new Startup(id, null);
         }
         LookupOffsetsRequest.Builder req =
                 LookupOffsetsRequest.newBuilder()
@@ -174,15 +191,15 @@ public final class SetatsSourceEnumerator
         for (ResolvedOffset r : resp.getOffsetsList()) {
             TableBucket tb = new TableBucket(r.getPartition(), r.getBucket());
             if (mode == StartupMode.FROM_TIMESTAMP && !r.getResolved()) {
-                splits.add(SetatsSplit.atTimestamp(tb, r.getOffset(), config.startupTimestampMs()));
+                splits.add(SetatsSplit.atTimestamp(tb, r.getOffset(), config.startupTimestampMs(), id));
             } else {
-                splits.add(SetatsSplit.atOffset(tb, r.getOffset()));
+                splits.add(SetatsSplit.atOffset(tb, r.getOffset(), id));
             }
         }
-        return splits;
+        return new Startup(id, splits);
     }
 
-    private void onStartup(@Nullable List<SetatsSplit> resolved, @Nullable Throwable error) {
+    private void onStartup(@Nullable Startup startup, @Nullable Throwable error) {
         if (error != null) {
             throw new FlinkRuntimeException(
                     "The setats-cdc source of table "
@@ -191,6 +208,9 @@ public final class SetatsSourceEnumerator
                             + error.getMessage(),
                     error);
         }
+        tableId = startup.tableId;
+        LOG.info("Table {} has table id {}", config.tablePath(), tableId);
+        List<SetatsSplit> resolved = startup.splits;
         if (resolved != null) {
             for (SetatsSplit split : resolved) {
                 addIfNew(split);
@@ -218,8 +238,10 @@ public final class SetatsSourceEnumerator
 
     /** Runs one discovery soon; coalesces requests while one is running. Coordinator thread. */
     private void requestDiscovery() {
-        if (!startupResolved) {
-            return; // the startup lookup sees every bucket; discovery starts after it
+        if (!startupResolved || tableId == null) {
+            // The startup lookup sees every bucket, and new splits need the table id it learns:
+            // discovery starts after it.
+            return;
         }
         if (discoveryInFlight) {
             discoveryRequested = true;
@@ -255,8 +277,9 @@ public final class SetatsSourceEnumerator
             // A bucket that appeared after start: read it from its first retained row.
             SetatsSplit split =
                     config.startupMode() == StartupMode.FROM_TIMESTAMP
-                            ? SetatsSplit.atTimestamp(tb, b.getStartOffset(), config.startupTimestampMs())
-                            : SetatsSplit.atOffset(tb, b.getStartOffset());
+                            ? SetatsSplit.atTimestamp(
+                                    tb, b.getStartOffset(), config.startupTimestampMs(), tableId)
+                            : SetatsSplit.atOffset(tb, b.getStartOffset(), tableId);
             found.add(split);
             pending.put(tb, split);
         }

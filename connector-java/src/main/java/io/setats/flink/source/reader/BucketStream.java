@@ -27,6 +27,10 @@ import java.util.List;
  * reader through the shared, bounded {@link Handover}, which is the back pressure: a full handover
  * stops this thread, which stops asking gRPC for more.
  *
+ * <p>The ticket carries the split's table id ({@code ChangelogTicket.table_id}, when known): if the
+ * table was dropped and re-created since the split was made, the gateway fails the DoGet with
+ * NotFound naming both table ids instead of reading the new table from an old offset.
+ *
  * <p>The thread is never interrupted (see {@link Handover}): {@link #close()} cancels the DoGet,
  * which ends {@code FlightStream.next()}, and releases the waits of this thread.
  *
@@ -94,7 +98,8 @@ final class BucketStream implements Runnable {
                         .setTable(table)
                         .setPartition(tb.partition())
                         .setBucket(tb.bucket())
-                        .setFollow(true);
+                        .setFollow(true)
+                        .setTableId(split.tableId());
         if (split.startingTimestampMs() != null) {
             t.setTimestampMs(split.startingTimestampMs());
         } else {

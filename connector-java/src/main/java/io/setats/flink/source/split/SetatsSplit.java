@@ -16,15 +16,31 @@ import java.util.Objects;
  * also carries {@link #startingTimestampMs()}: the stream then starts at the first row whose commit
  * timestamp is {@code >=} it, and {@code startingOffset} is only the bucket's end offset when the
  * position was looked up. Once a row was emitted the position is always an offset.
+ *
+ * <p>{@link #tableId()} is the {@code TableInfo.table_id} of the table the position belongs to
+ * (learned by the enumerator from {@code get-table} at start). The split reader puts it into {@code
+ * ChangelogTicket.table_id}, so a split restored after the table was dropped and re-created fails
+ * with the gateway's NotFound instead of reading the new table from an offset of the old one. It is
+ * {@code ""} for splits restored from split serializer version 1 (the gateway then skips the check).
  */
 public final class SetatsSplit implements SourceSplit {
 
     private final TableBucket tableBucket;
     private final long startingOffset;
     @Nullable private final Long startingTimestampMs;
+    private final String tableId;
 
-    public SetatsSplit(TableBucket tableBucket, long startingOffset, @Nullable Long startingTimestampMs) {
+    /**
+     * @param tableId {@code TableInfo.table_id} of the table the position belongs to; {@code ""}
+     *     when unknown (the gateway then does not check it)
+     */
+    public SetatsSplit(
+            TableBucket tableBucket,
+            long startingOffset,
+            @Nullable Long startingTimestampMs,
+            String tableId) {
         this.tableBucket = Objects.requireNonNull(tableBucket, "tableBucket");
+        this.tableId = Objects.requireNonNull(tableId, "tableId");
         if (startingOffset < 0) {
             throw new IllegalArgumentException(
                     "startingOffset must be >= 0, got " + startingOffset + " for " + tableBucket);
@@ -33,9 +49,14 @@ public final class SetatsSplit implements SourceSplit {
         this.startingTimestampMs = startingTimestampMs;
     }
 
-    /** A split that reads from offset {@code startingOffset}. */
+    /** A split that reads from offset {@code startingOffset}, with no table id (""). */
     public static SetatsSplit atOffset(TableBucket tableBucket, long startingOffset) {
-        return new SetatsSplit(tableBucket, startingOffset, null);
+        return new SetatsSplit(tableBucket, startingOffset, null, "");
+    }
+
+    /** A split of the table with id {@code tableId} that reads from offset {@code startingOffset}. */
+    public static SetatsSplit atOffset(TableBucket tableBucket, long startingOffset, String tableId) {
+        return new SetatsSplit(tableBucket, startingOffset, null, tableId);
     }
 
     /**
@@ -43,7 +64,18 @@ public final class SetatsSplit implements SourceSplit {
      * endOffset} is the bucket's end offset when the timestamp was looked up.
      */
     public static SetatsSplit atTimestamp(TableBucket tableBucket, long endOffset, long timestampMs) {
-        return new SetatsSplit(tableBucket, endOffset, timestampMs);
+        return new SetatsSplit(tableBucket, endOffset, timestampMs, "");
+    }
+
+    /** As {@link #atTimestamp(TableBucket, long, long)}, for the table with id {@code tableId}. */
+    public static SetatsSplit atTimestamp(
+            TableBucket tableBucket, long endOffset, long timestampMs, String tableId) {
+        return new SetatsSplit(tableBucket, endOffset, timestampMs, tableId);
+    }
+
+    /** This split with table id {@code tableId} (same bucket and position). */
+    public SetatsSplit withTableId(String tableId) {
+        return new SetatsSplit(tableBucket, startingOffset, startingTimestampMs, tableId);
     }
 
     public TableBucket tableBucket() {
@@ -59,6 +91,11 @@ public final class SetatsSplit implements SourceSplit {
     @Nullable
     public Long startingTimestampMs() {
         return startingTimestampMs;
+    }
+
+    /** {@code TableInfo.table_id} of the table the position belongs to; {@code ""} when unknown. */
+    public String tableId() {
+        return tableId;
     }
 
     @Override
@@ -77,19 +114,21 @@ public final class SetatsSplit implements SourceSplit {
         SetatsSplit that = (SetatsSplit) o;
         return startingOffset == that.startingOffset
                 && tableBucket.equals(that.tableBucket)
-                && Objects.equals(startingTimestampMs, that.startingTimestampMs);
+                && Objects.equals(startingTimestampMs, that.startingTimestampMs)
+                && tableId.equals(that.tableId);
     }
 
     @Override
     public int hashCode() {
-        return Objects.hash(tableBucket, startingOffset, startingTimestampMs);
+        return Objects.hash(tableBucket, startingOffset, startingTimestampMs, tableId);
     }
 
     @Override
     public String toString() {
+        String id = tableId.isEmpty() ? "" : ", table id " + tableId;
         return startingTimestampMs == null
-                ? "SetatsSplit{" + tableBucket + ", offset " + startingOffset + "}"
+                ? "SetatsSplit{" + tableBucket + ", offset " + startingOffset + id + "}"
                 : "SetatsSplit{" + tableBucket + ", first row committed at or after "
-                        + startingTimestampMs + " ms (end offset " + startingOffset + ")}";
+                        + startingTimestampMs + " ms (end offset " + startingOffset + ")" + id + "}";
     }
 }

@@ -14,15 +14,20 @@ import java.nio.charset.StandardCharsets;
  *
  * <p>Version 1 layout (big-endian, as Flink's data views): partition as int length + UTF-8 bytes,
  * bucket int, starting offset long, a boolean telling whether a starting timestamp follows, then
- * that timestamp (ms) as long. The layout of a version never changes; a new layout gets a new
- * version and this class keeps reading the old ones.
+ * that timestamp (ms) as long.
+ *
+ * <p>Version 2 layout: version 1, then the table id ({@code TableInfo.table_id}) as int length +
+ * UTF-8 bytes. A version 1 split is read with table id {@code ""} (no check at the gateway).
+ *
+ * <p>The layout of a version never changes; a new layout gets a new version and this class keeps
+ * reading the old ones.
  */
 public final class SetatsSplitSerializer implements SimpleVersionedSerializer<SetatsSplit> {
 
     public static final SetatsSplitSerializer INSTANCE = new SetatsSplitSerializer();
 
     /** Current layout version. */
-    public static final int VERSION = 1;
+    public static final int VERSION = 2;
 
     @Override
     public int getVersion() {
@@ -56,35 +61,46 @@ public final class SetatsSplitSerializer implements SimpleVersionedSerializer<Se
         if (ts != null) {
             out.writeLong(ts);
         }
+        writeString(split.tableId(), out);
     }
 
     /** Reads a split written by {@link #write} in layout {@code version}. */
     public static SetatsSplit read(int version, DataInputView in) throws IOException {
-        if (version != 1) {
+        if (version != 1 && version != 2) {
             throw new IOException("Unknown Setats split serializer version " + version);
         }
         TableBucket bucket = readBucket(in);
         long offset = in.readLong();
         Long ts = in.readBoolean() ? in.readLong() : null;
-        return new SetatsSplit(bucket, offset, ts);
+        String tableId = version >= 2 ? readString("table id", in) : "";
+        return new SetatsSplit(bucket, offset, ts, tableId);
     }
 
     /** Writes a bucket: partition (int length + UTF-8) and bucket number. */
     public static void writeBucket(TableBucket bucket, DataOutputView out) throws IOException {
-        byte[] partition = bucket.partition().getBytes(StandardCharsets.UTF_8);
-        out.writeInt(partition.length);
-        out.write(partition);
+        writeString(bucket.partition(), out);
         out.writeInt(bucket.bucket());
     }
 
     /** Reads a bucket written by {@link #writeBucket}. */
     public static TableBucket readBucket(DataInputView in) throws IOException {
+        String partition = readString("partition", in);
+        return new TableBucket(partition, in.readInt());
+    }
+
+    private static void writeString(String s, DataOutputView out) throws IOException {
+        byte[] bytes = s.getBytes(StandardCharsets.UTF_8);
+        out.writeInt(bytes.length);
+        out.write(bytes);
+    }
+
+    private static String readString(String what, DataInputView in) throws IOException {
         int len = in.readInt();
         if (len < 0) {
-            throw new IOException("Corrupt Setats split: partition length " + len);
+            throw new IOException("Corrupt Setats split: " + what + " length " + len);
         }
-        byte[] partition = new byte[len];
-        in.readFully(partition);
-        return new TableBucket(new String(partition, StandardCharsets.UTF_8), in.readInt());
+        byte[] bytes = new byte[len];
+        in.readFully(bytes);
+        return new String(bytes, StandardCharsets.UTF_8);
     }
 }

@@ -13,11 +13,13 @@ public final class SetatsSplitState {
     private final TableBucket tableBucket;
     private long nextOffset;
     @Nullable private Long startingTimestampMs;
+    private final String tableId;
 
     public SetatsSplitState(SetatsSplit split) {
         this.tableBucket = split.tableBucket();
         this.nextOffset = split.startingOffset();
         this.startingTimestampMs = split.startingTimestampMs();
+        this.tableId = split.tableId();
     }
 
     public TableBucket tableBucket() {
@@ -35,8 +37,8 @@ public final class SetatsSplitState {
         this.startingTimestampMs = null;
     }
 
-    /** The split to checkpoint: same bucket, starting at the next row to emit. */
+    /** The split to checkpoint: same bucket and table id, starting at the next row to emit. */
     public SetatsSplit toSplit() {
-        return new SetatsSplit(tableBucket, nextOffset, startingTimestampMs);
+        return new SetatsSplit(tableBucket, nextOffset, startingTimestampMs, tableId);
     }
 }

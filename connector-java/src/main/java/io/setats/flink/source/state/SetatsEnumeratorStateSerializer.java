@@ -20,6 +20,9 @@ import java.util.TreeSet;
  * <p>Version 1 layout: startupResolved boolean; int count of assigned buckets, each as {@link
  * SetatsSplitSerializer#writeBucket}; int count of pending splits, each in split layout version 1
  * ({@link SetatsSplitSerializer#write}).
+ *
+ * <p>Version 2 layout: as version 1, but the pending splits are in split layout version 2 (with
+ * the table id). Version 1 state is still read; its pending splits get table id {@code ""}.
  */
 public final class SetatsEnumeratorStateSerializer
         implements SimpleVersionedSerializer<SetatsEnumeratorState> {
@@ -27,10 +30,13 @@ public final class SetatsEnumeratorStateSerializer
     public static final SetatsEnumeratorStateSerializer INSTANCE = new SetatsEnumeratorStateSerializer();
 
     /** Current layout version. */
-    public static final int VERSION = 1;
+    public static final int VERSION = 2;
 
     /** Split layout version embedded in enumerator state version 1. */
     private static final int SPLIT_VERSION_IN_V1 = 1;
+
+    /** Split layout version embedded in enumerator state version 2. */
+    private static final int SPLIT_VERSION_IN_V2 = 2;
 
     @Override
     public int getVersion() {
@@ -39,6 +45,12 @@ public final class SetatsEnumeratorStateSerializer
 
     @Override
     public byte[] serialize(SetatsEnumeratorState state) throws IOException {
+        if (SetatsSplitSerializer.VERSION != SPLIT_VERSION_IN_V2) {
+            // write() uses the current split layout; a new split layout needs a new state version.
+            throw new IllegalStateException(
+                    "Split layout version " + SetatsSplitSerializer.VERSION
+                            + " has no enumerator state version");
+        }
         DataOutputSerializer out = new DataOutputSerializer(256);
         out.writeBoolean(state.startupResolved());
         out.writeInt(state.assignedBuckets().size());
@@ -54,9 +66,10 @@ public final class SetatsEnumeratorStateSerializer
 
     @Override
     public SetatsEnumeratorState deserialize(int version, byte[] serialized) throws IOException {
-        if (version != 1) {
+        if (version != 1 && version != 2) {
             throw new IOException("Unknown Setats enumerator state serializer version " + version);
         }
+        int splitVersion = version == 1 ? SPLIT_VERSION_IN_V1 : SPLIT_VERSION_IN_V2;
         DataInputDeserializer in = new DataInputDeserializer(serialized);
         boolean resolved = in.readBoolean();
         int assignedCount = readCount(in);
@@ -67,7 +80,7 @@ public final class SetatsEnumeratorStateSerializer
         int pendingCount = readCount(in);
         List<SetatsSplit> pending = new ArrayList<>(pendingCount);
         for (int i = 0; i < pendingCount; i++) {
-            pending.add(SetatsSplitSerializer.read(SPLIT_VERSION_IN_V1, in));
+            pending.add(SetatsSplitSerializer.read(splitVersion, in));
         }
         if (in.available() != 0) {
             throw new IOException("Corrupt Setats enumerator state: " + in.available() + " trailing bytes");

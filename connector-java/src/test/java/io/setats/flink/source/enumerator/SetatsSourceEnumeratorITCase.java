@@ -88,6 +88,15 @@ class SetatsSourceEnumeratorITCase {
         }
     }
 
+    /** TableInfo.table_id of the table, from get-table. */
+    private static String tableId(String table) {
+        try (GatewayClient c = GATEWAY.client()) {
+            String id = c.getTable(DB, table).orElseThrow(AssertionError::new).getTableId();
+            assertThat(id).isNotEmpty();
+            return id;
+        }
+    }
+
     private static Map<TableBucket, BucketOffsets> buckets(String table) {
         try (GatewayClient c = GATEWAY.client()) {
             return c.listBuckets(DB, table).getBucketsList().stream()
@@ -128,6 +137,8 @@ class SetatsSourceEnumeratorITCase {
             e.start();
             ctx.triggerAllActions();
             Map<Integer, List<SetatsSplit>> a = assignments(ctx);
+            String id = tableId("latest");
+            assertThat(allAssigned(ctx)).allSatisfy(s -> assertThat(s.tableId()).isEqualTo(id));
             assertThat(a.get(0)).extracting(s -> s.tableBucket().bucket()).containsExactlyInAnyOrder(0, 2);
             assertThat(a.get(1)).extracting(s -> s.tableBucket().bucket()).containsExactlyInAnyOrder(1, 3);
             for (SetatsSplit s : allAssigned(ctx)) {
@@ -146,10 +157,11 @@ class SetatsSourceEnumeratorITCase {
                 new SetatsSourceEnumerator(ctx, config("earliest", StartupMode.EARLIEST), KV, SetatsEnumeratorState.initial(), false)) {
             e.start();
             ctx.triggerAllActions();
+            String id = tableId("earliest");
             assertThat(allAssigned(ctx))
                     .containsExactlyInAnyOrder(
-                            SetatsSplit.atOffset(new TableBucket("", 0), 0),
-                            SetatsSplit.atOffset(new TableBucket("", 1), 0));
+                            SetatsSplit.atOffset(new TableBucket("", 0), 0, id),
+                            SetatsSplit.atOffset(new TableBucket("", 1), 0, id));
         }
     }
 
@@ -163,14 +175,15 @@ class SetatsSourceEnumeratorITCase {
         WriteAck second = writeKv("fromts", 2, 3, "b");
         assertThat(second.getCommitMs()).isGreaterThan(first.getCommitMs());
         TableBucket b0 = new TableBucket("", 0);
+        String id = tableId("fromts");
 
         Map<Long, SetatsSplit> expected = new HashMap<>();
-        expected.put(first.getCommitMs() - 50, SetatsSplit.atOffset(b0, 0));
-        expected.put(first.getCommitMs(), SetatsSplit.atOffset(b0, 0));
-        expected.put(first.getCommitMs() + 1, SetatsSplit.atOffset(b0, 2));
-        expected.put(second.getCommitMs(), SetatsSplit.atOffset(b0, 2));
+        expected.put(first.getCommitMs() - 50, SetatsSplit.atOffset(b0, 0, id));
+        expected.put(first.getCommitMs(), SetatsSplit.atOffset(b0, 0, id));
+        expected.put(first.getCommitMs() + 1, SetatsSplit.atOffset(b0, 2, id));
+        expected.put(second.getCommitMs(), SetatsSplit.atOffset(b0, 2, id));
         long future = second.getCommitMs() + 3_600_000;
-        expected.put(future, SetatsSplit.atTimestamp(b0, 3, future));
+        expected.put(future, SetatsSplit.atTimestamp(b0, 3, future, id));
         for (Map.Entry<Long, SetatsSplit> c : expected.entrySet()) {
             TestingSplitEnumeratorContext<SetatsSplit> ctx = context(1, 1);
             try (SetatsSourceEnumerator e =
@@ -197,8 +210,11 @@ class SetatsSourceEnumeratorITCase {
             SetatsEnumeratorState state = e.snapshotState(1);
             assertThat(state.startupResolved()).isTrue();
             assertThat(state.assignedBuckets()).containsExactly(new TableBucket("", 0), new TableBucket("", 2));
+            String id = tableId("pending");
             assertThat(state.pendingSplits())
-                    .containsExactly(SetatsSplit.atOffset(new TableBucket("", 1), 0), SetatsSplit.atOffset(new TableBucket("", 3), 0));
+                    .containsExactly(
+                            SetatsSplit.atOffset(new TableBucket("", 1), 0, id),
+                            SetatsSplit.atOffset(new TableBucket("", 3), 0, id));
 
             ctx.registerReader(1, "localhost");
             e.addReader(1);
@@ -206,7 +222,7 @@ class SetatsSourceEnumeratorITCase {
             assertThat(e.snapshotState(2).pendingSplits()).isEmpty();
 
             // A failed reader's splits come back and go to it again once it is there.
-            List<SetatsSplit> back = Collections.singletonList(SetatsSplit.atOffset(new TableBucket("", 1), 7));
+            List<SetatsSplit> back = Collections.singletonList(SetatsSplit.atOffset(new TableBucket("", 1), 7, id));
             e.addSplitsBack(back, 1);
             assertThat(assignments(ctx).get(1)).hasSize(3).last().isEqualTo(back.get(0));
         }
@@ -236,9 +252,11 @@ class SetatsSourceEnumeratorITCase {
             List<SetatsSplit> found = allAssigned(ctx);
             found.removeAll(initial);
             assertThat(found).isNotEmpty();
+            String id = tableId("parts");
             assertThat(found).allSatisfy(s -> {
                 assertThat(s.tableBucket().partition()).isEqualTo("dt=d2");
                 assertThat(s.startingOffset()).isZero();
+                assertThat(s.tableId()).isEqualTo(id);
             });
             Map<TableBucket, BucketOffsets> now = buckets("parts");
             assertThat(found).extracting(SetatsSplit::tableBucket)
@@ -269,7 +287,7 @@ class SetatsSourceEnumeratorITCase {
                 ctx.getExecutorService().triggerAll();
                 Thread.sleep(20);
             }
-            assertThat(allAssigned(ctx)).contains(SetatsSplit.atOffset(new TableBucket("dt=d2", 0), 0));
+            assertThat(allAssigned(ctx)).contains(SetatsSplit.atOffset(new TableBucket("dt=d2", 0), 0, tableId("watched")));
         }
     }
 
@@ -288,6 +306,7 @@ class SetatsSourceEnumeratorITCase {
         }
         assertThat(state.pendingSplits()).hasSize(1); // bucket 1 waits for reader 1
         SetatsSplit pending = state.pendingSplits().get(0);
+        assertThat(pending.tableId()).isEqualTo(tableId("restore"));
 
         writeKv("restore", 0, 20, "b"); // moves every bucket's end offset
 

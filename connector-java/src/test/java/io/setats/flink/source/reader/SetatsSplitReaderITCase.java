@@ -169,6 +169,59 @@ class SetatsSplitReaderITCase {
         }
     }
 
+    /**
+     * A split carries the table id it was made for: after the table was dropped and re-created, the
+     * stream of a (restored) split with the old id fails with the gateway's NotFound naming both ids
+     * instead of reading the new table from the old offset; a split with the new id reads it.
+     */
+    @Test
+    void aSplitOfADroppedAndRecreatedTableFailsNamingBothTableIds() throws Exception {
+        String oldId;
+        String newId;
+        try (GatewayClient c = GATEWAY.client()) {
+            create(c, spec(DB, "recreated", TYPE, Collections.singletonList("id"), Collections.emptyList(), 1,
+                    Collections.emptyMap()));
+            write(c, DB, "recreated", TYPE, Arrays.asList(insert(1, "old1"), insert(2, "old2")));
+            oldId = c.getTable(DB, "recreated").orElseThrow(AssertionError::new).getTableId();
+            c.dropTable(DB, "recreated", false);
+            create(c, spec(DB, "recreated", TYPE, Collections.singletonList("id"), Collections.emptyList(), 1,
+                    Collections.emptyMap()));
+            write(c, DB, "recreated", TYPE, Arrays.asList(insert(7, "new7"), insert(8, "new8"), insert(9, "new9")));
+            newId = c.getTable(DB, "recreated").orElseThrow(AssertionError::new).getTableId();
+        }
+        assertThat(oldId).isNotEmpty();
+        assertThat(newId).isNotEmpty().isNotEqualTo(oldId);
+
+        // A split checkpointed while reading the old table, at offset 1.
+        try (SetatsSplitReader reader = new SetatsSplitReader(config("recreated"), TYPE, 0)) {
+            reader.handleSplitsChanges(
+                    new SplitsAddition<>(Collections.singletonList(SetatsSplit.atOffset(B0, 1, oldId))));
+            assertThatThrownBy(() -> fetch(reader, 1))
+                    .isInstanceOf(IOException.class)
+                    .hasMessageContaining("NOT_FOUND")
+                    .hasMessageContaining(oldId)
+                    .hasMessageContaining(newId)
+                    .hasMessageContaining(DB + ".recreated")
+                    .hasMessageContaining("offset 1");
+        }
+        // The same holds for a timestamp position.
+        try (SetatsSplitReader reader = new SetatsSplitReader(config("recreated"), TYPE, 0)) {
+            reader.handleSplitsChanges(
+                    new SplitsAddition<>(Collections.singletonList(SetatsSplit.atTimestamp(B0, 0, 0L, oldId))));
+            assertThatThrownBy(() -> fetch(reader, 1))
+                    .isInstanceOf(IOException.class)
+                    .hasMessageContaining("NOT_FOUND")
+                    .hasMessageContaining(oldId)
+                    .hasMessageContaining(newId);
+        }
+        // A split made for the new table reads it from its offset.
+        try (SetatsSplitReader reader = new SetatsSplitReader(config("recreated"), TYPE, 0)) {
+            reader.handleSplitsChanges(
+                    new SplitsAddition<>(Collections.singletonList(SetatsSplit.atOffset(B0, 1, newId))));
+            assertThat(describe(fetch(reader, 2))).containsExactly("1 +I[8, new8]", "2 +I[9, new9]");
+        }
+    }
+
     /** Read-case R6: an expired position fails loudly, naming the bucket and the removed offsets. */
     @Test
     void anExpiredOffsetFailsNamingTheBucketAndTheRemovedRange() throws Exception {

@@ -20,7 +20,9 @@ class SetatsSplitSerializerTest {
                 SetatsSplit.atOffset(new TableBucket("dt=2026-11-29", 3), 42),
                 SetatsSplit.atOffset(new TableBucket("k1=a%2Fb/k2=\u00e9t\u00e9", 1), Long.MAX_VALUE),
                 SetatsSplit.atTimestamp(new TableBucket("", 2), 10, 1_767_196_800_000L),
-                SetatsSplit.atTimestamp(new TableBucket("dt=d2", 0), 0, 0L));
+                SetatsSplit.atTimestamp(new TableBucket("dt=d2", 0), 0, 0L),
+                SetatsSplit.atOffset(new TableBucket("", 0), 17, "5f0c2a9e-0d1b-4c8e-9a51-3e2f7b6d8c10"),
+                SetatsSplit.atTimestamp(new TableBucket("dt=d2", 4), 3, 1_767_196_800_000L, "t-\u00e9"));
     }
 
     @ParameterizedTest
@@ -32,28 +34,60 @@ class SetatsSplitSerializerTest {
         assertThat(back).isEqualTo(split);
         assertThat(back.splitId()).isEqualTo(split.splitId());
         assertThat(back.startingTimestampMs()).isEqualTo(split.startingTimestampMs());
+        assertThat(back.tableId()).isEqualTo(split.tableId());
     }
 
     @Test
-    void versionOneLayoutIsFixed() throws IOException {
+    void tableIdIsPartOfTheSplitsIdentityButNotOfItsId() {
+        SetatsSplit a = SetatsSplit.atOffset(new TableBucket("", 1), 5, "id-a");
+        SetatsSplit b = SetatsSplit.atOffset(new TableBucket("", 1), 5, "id-b");
+        assertThat(a).isNotEqualTo(b);
+        assertThat(a.splitId()).isEqualTo(b.splitId());
+        assertThat(a.withTableId("id-b")).isEqualTo(b);
+        assertThat(a.toString()).contains("id-a");
+    }
+
+    @Test
+    void versionOneSplitsAreReadWithoutTableId() throws IOException {
         // partition "p=1" (int 3 + bytes), bucket 2, offset 5, no timestamp.
         byte[] v1 = {
             0, 0, 0, 3, 'p', '=', '1', 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 5, 0
         };
-        assertThat(SetatsSplitSerializer.INSTANCE.deserialize(1, v1))
-                .isEqualTo(SetatsSplit.atOffset(new TableBucket("p=1", 2), 5));
-        assertThat(SetatsSplitSerializer.INSTANCE.serialize(SetatsSplit.atOffset(new TableBucket("p=1", 2), 5)))
-                .containsExactly(v1);
+        SetatsSplit back = SetatsSplitSerializer.INSTANCE.deserialize(1, v1);
+        assertThat(back).isEqualTo(SetatsSplit.atOffset(new TableBucket("p=1", 2), 5));
+        assertThat(back.tableId()).isEmpty();
+        // partition "" , bucket 0, offset 9, timestamp 7 ms.
+        byte[] v1ts = {
+            0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 9, 1, 0, 0, 0, 0, 0, 0, 0, 7
+        };
+        SetatsSplit ts = SetatsSplitSerializer.INSTANCE.deserialize(1, v1ts);
+        assertThat(ts).isEqualTo(SetatsSplit.atTimestamp(new TableBucket("", 0), 9, 7L));
+        assertThat(ts.tableId()).isEmpty();
+        // A version 1 split is written again in version 2 with an empty table id.
+        assertThat(SetatsSplitSerializer.INSTANCE.getVersion()).isEqualTo(2);
+        assertThat(SetatsSplitSerializer.INSTANCE.deserialize(2, SetatsSplitSerializer.INSTANCE.serialize(back)))
+                .isEqualTo(back);
+    }
+
+    @Test
+    void versionTwoLayoutIsFixed() throws IOException {
+        // Version 1 fields, then table id "ab" (int 2 + bytes).
+        byte[] v2 = {
+            0, 0, 0, 3, 'p', '=', '1', 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0, 0, 2, 'a', 'b'
+        };
+        SetatsSplit split = SetatsSplit.atOffset(new TableBucket("p=1", 2), 5, "ab");
+        assertThat(SetatsSplitSerializer.INSTANCE.deserialize(2, v2)).isEqualTo(split);
+        assertThat(SetatsSplitSerializer.INSTANCE.serialize(split)).containsExactly(v2);
     }
 
     @Test
     void rejectsUnknownVersionAndTrailingBytes() throws IOException {
         byte[] bytes = SetatsSplitSerializer.INSTANCE.serialize(SetatsSplit.atOffset(new TableBucket("", 0), 1));
-        assertThatThrownBy(() -> SetatsSplitSerializer.INSTANCE.deserialize(2, bytes))
+        assertThatThrownBy(() -> SetatsSplitSerializer.INSTANCE.deserialize(3, bytes))
                 .isInstanceOf(IOException.class)
-                .hasMessageContaining("version 2");
+                .hasMessageContaining("version 3");
         byte[] longer = Arrays.copyOf(bytes, bytes.length + 1);
-        assertThatThrownBy(() -> SetatsSplitSerializer.INSTANCE.deserialize(1, longer))
+        assertThatThrownBy(() -> SetatsSplitSerializer.INSTANCE.deserialize(2, longer))
                 .isInstanceOf(IOException.class)
                 .hasMessageContaining("trailing");
     }
@@ -68,9 +102,9 @@ class SetatsSplitSerializerTest {
     @Test
     void stateAdvancesToTheOffsetAfterTheEmittedRow() {
         SetatsSplitState state =
-                new SetatsSplitState(SetatsSplit.atTimestamp(new TableBucket("", 0), 9, 1000L));
+                new SetatsSplitState(SetatsSplit.atTimestamp(new TableBucket("", 0), 9, 1000L, "tid"));
         assertThat(state.toSplit().startingTimestampMs()).isEqualTo(1000L);
         state.emitted(12);
-        assertThat(state.toSplit()).isEqualTo(SetatsSplit.atOffset(new TableBucket("", 0), 13));
+        assertThat(state.toSplit()).isEqualTo(SetatsSplit.atOffset(new TableBucket("", 0), 13, "tid"));
     }
 }

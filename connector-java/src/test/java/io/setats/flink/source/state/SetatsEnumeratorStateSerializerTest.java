@@ -40,8 +40,8 @@ class SetatsEnumeratorStateSerializerTest {
                                         new TableBucket("dt=d1", 0))),
                         Arrays.asList(
                                 SetatsSplit.atOffset(new TableBucket("dt=d2", 1), 0),
-                                SetatsSplit.atOffset(new TableBucket("dt=d2", 0), 17),
-                                SetatsSplit.atTimestamp(new TableBucket("dt=d3", 0), 4, 1_767_196_800_000L)));
+                                SetatsSplit.atOffset(new TableBucket("dt=d2", 0), 17, "tid-1"),
+                                SetatsSplit.atTimestamp(new TableBucket("dt=d3", 0), 4, 1_767_196_800_000L, "tid-1")));
         SetatsEnumeratorState back = roundTrip(state);
         assertThat(back).isEqualTo(state);
         assertThat(back.pendingSplits()).containsExactlyElementsOf(state.pendingSplits());
@@ -57,6 +57,25 @@ class SetatsEnumeratorStateSerializerTest {
                         Collections.emptySet(),
                         Collections.singletonList(SetatsSplit.atOffset(new TableBucket("", 0), 3)));
         assertThat(roundTrip(state)).isEqualTo(state);
+    }
+
+    @Test
+    void versionOneStateIsReadWithoutTableIds() throws IOException {
+        // resolved, 1 assigned bucket ("", 1), 1 pending split ("", 0) at offset 3, no timestamp.
+        byte[] v1 = {
+            1,
+            0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1,
+            0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0
+        };
+        SetatsEnumeratorState back = serializer.deserialize(1, v1);
+        assertThat(back)
+                .isEqualTo(
+                        new SetatsEnumeratorState(
+                                true,
+                                Collections.singleton(new TableBucket("", 1)),
+                                Collections.singletonList(SetatsSplit.atOffset(new TableBucket("", 0), 3))));
+        assertThat(back.pendingSplits().get(0).tableId()).isEmpty();
+        assertThat(serializer.getVersion()).isEqualTo(2);
     }
 
     @Test
