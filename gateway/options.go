@@ -23,7 +23,7 @@ const (
 	DefaultRetentionInterval  = time.Minute
 	DefaultNATSListen         = "127.0.0.1:4222"
 	DefaultMaxMessageBytes    = 64 << 20
-	DefaultBlockCacheBytes    = int64(64 << 20)
+	DefaultBlockCacheBytes    = int64(192 << 20)
 	DefaultLogLevel           = "info"
 	DefaultLogFormat          = "text"
 	DefaultShutdownTimeout    = 10 * time.Second
@@ -71,8 +71,9 @@ type Options struct {
 	// MaxMessageBytes is the largest gRPC message the Flight server accepts, in bytes; a larger
 	// record batch fails its DoPut with ResourceExhausted. Default 64 MiB.
 	MaxMessageBytes int
-	// BlockCacheBytes is the size in bytes of the block cache shared by the tables' stores.
-	// Default 64 MiB.
+	// BlockCacheBytes is the size in bytes of the Pebble block cache shared by the tables'
+	// stores. Pebble charges each store's memtables against it (up to 2 x 32 MiB per table being
+	// written; store.DefaultCacheBytes), the rest holds blocks. Default 192 MiB.
 	BlockCacheBytes int64
 	// LogLevel is debug, info, warn or error. Default info. Ignored when Logger is set.
 	LogLevel string
@@ -196,7 +197,7 @@ func (o *Options) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.NATSURL, "nats-url", "", "external NATS server URL; empty starts an embedded NATS server")
 	fs.StringVar(&o.NATSListen, "nats-listen", DefaultNATSListen, "embedded NATS listen address (port 0 or -1 = any free port)")
 	fs.IntVar(&o.MaxMessageBytes, "max-message-bytes", DefaultMaxMessageBytes, "largest gRPC message accepted, in bytes")
-	fs.Int64Var(&o.BlockCacheBytes, "block-cache-bytes", DefaultBlockCacheBytes, "block cache size in bytes, shared by all tables")
+	fs.Int64Var(&o.BlockCacheBytes, "block-cache-bytes", DefaultBlockCacheBytes, "Pebble block cache size in bytes, shared by all tables (their memtables, up to 64 MiB per written table, count against it)")
 	fs.StringVar(&o.LogLevel, "log-level", DefaultLogLevel, "log level: debug, info, warn, error")
 	fs.StringVar(&o.LogFormat, "log-format", DefaultLogFormat, "log format: text or json")
 	fs.StringVar(&o.ReadyFile, "ready-file", "", "when set, write {flight_addr, admin_addr, nats_url, warehouse} as JSON to this path once serving")

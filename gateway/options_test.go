@@ -22,7 +22,7 @@ func TestOptionsFlagsEnv(t *testing.T) {
 			check: func(t *testing.T, o *Options) {
 				want := Options{FlightAddr: ":8815", AdminAddr: ":8816", Warehouse: "./warehouse", DefaultBucketCount: 4,
 					ChangelogRetention: 24 * time.Hour, RetentionInterval: time.Minute, NATSListen: "127.0.0.1:4222",
-					MaxMessageBytes: 64 << 20, BlockCacheBytes: 64 << 20, LogLevel: "info", LogFormat: "text",
+					MaxMessageBytes: 64 << 20, BlockCacheBytes: 192 << 20, LogLevel: "info", LogFormat: "text",
 					ShutdownTimeout: 10 * time.Second, Version: Version}
 				got := *o
 				got.Clock, got.Logger = nil, nil

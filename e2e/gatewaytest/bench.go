@@ -279,13 +279,13 @@ func benchRecord(alloc memory.Allocator, schema *arrow.Schema, rows []benchRow) 
 }
 
 // RawPebbleOptions are the options of the raw Pebble baseline: the values gateway/store's
-// pebbleOptions sets (read from gateway/store/pebble.go; keep in step), with a 64 MiB block cache
-// (the gateway's default --block-cache-bytes).
+// pebbleOptions sets (read from gateway/store/pebble.go; keep in step), with a 192 MiB block cache
+// and 32 MiB memtables (the gateway's defaults).
 func RawPebbleOptions() *pebble.Options {
 	o := &pebble.Options{
-		Cache:                       pebble.NewCache(64 << 20),
+		Cache:                       pebble.NewCache(192 << 20),
 		FormatMajorVersion:          pebble.FormatNewest,
-		MemTableSize:                64 << 20,
+		MemTableSize:                32 << 20,
 		MemTableStopWritesThreshold: 4,
 		L0CompactionThreshold:       4,
 		L0StopWritesThreshold:       24,

@@ -45,6 +45,7 @@ func BenchmarkUpdates(b *testing.B) {
 			}
 		}
 		lat := make([]time.Duration, 0, *benchUpdates)
+		m0 := st.db.Metrics()
 		cpu0 := cpuTime()
 		start := time.Now()
 		var rows int64
@@ -71,6 +72,8 @@ func BenchmarkUpdates(b *testing.B) {
 		}
 		cpu, el := cpuTime()-cpu0, time.Since(start)
 		rss := rssMiB()
+		m1 := st.db.Metrics()
+		hits, misses := m1.BlockCache.Hits-m0.BlockCache.Hits, m1.BlockCache.Misses-m0.BlockCache.Misses
 		_ = st.Close()
 		slices.Sort(lat)
 		p50, p99 := lat[len(lat)/2], lat[len(lat)*99/100]
@@ -78,7 +81,8 @@ func BenchmarkUpdates(b *testing.B) {
 		b.ReportMetric(float64(p50.Microseconds())/1000, "p50-ms")
 		b.ReportMetric(float64(p99.Microseconds())/1000, "p99-ms")
 		b.ReportMetric(rss, "RSS-MiB")
-		b.Logf("%d updates of %d keys in %v: CPU %v (%.1f us/row), Write p50 %v p99 %v; RSS %.0f MiB",
-			rows, w.keys, el, cpu, float64(cpu.Microseconds())/float64(rows), p50, p99, rss)
+		b.Logf("%d updates of %d keys in %v: CPU %v (%.1f us/row), Write p50 %v p99 %v; RSS %.0f MiB; block cache %d MiB in use, %.1f%% hits, %.1f misses per row",
+			rows, w.keys, el, cpu, float64(cpu.Microseconds())/float64(rows), p50, p99, rss,
+			m1.BlockCache.Size>>20, 100*float64(hits)/float64(max(1, hits+misses)), float64(misses)/float64(rows))
 	}
 }

@@ -34,16 +34,29 @@
 //
 // # Write path
 //
-// Write groups the batch's rows by bucket and, for each bucket in parallel: encodes the keys,
-// drops those the in-memory key index proves absent (keyindex.go: new keys, most of a CDC
-// stream, cost no read), looks the others up in key order with one iterator (SeekPrefixGE, which
-// consults every level's bloom filter), merges the rows in batch order and appends state writes
-// and changelog chunks to a per-bucket Pebble batch. The per-bucket batches are joined into one
-// and committed with fsync.
+// Apply (and Write, which is Apply then Pending.Wait) groups the batch's rows by bucket and, for
+// each bucket in parallel: encodes the keys, drops those the in-memory key index proves absent
+// (keyindex.go: new keys, most of a CDC stream, cost no read), looks the others up in key order
+// with one iterator (SeekPrefixGE, which consults the bloom filters of every level but L6), merges
+// the rows in batch order and appends state writes and changelog chunks to a per-bucket Pebble
+// batch. The per-bucket batches are joined into one, which goes to the WAL and the memtable with
+// DB.ApplyNoSyncWait; the fsync (pebble.Sync) is waited for by a goroutine of the returned
+// Pending (pending.go).
 //
 // # Concurrency
 //
 // Writers lock the buckets they touch (in partition, bucket order), so writes to different
-// buckets proceed in parallel. End offsets held in memory are published only after the Pebble
-// batch is durable, and readers never read past them, so no reader sees part of a batch.
+// buckets proceed in parallel. A writer releases the locks once its batch is in the memtable,
+// before the fsync: the next write of the same buckets already looks up the rows it wrote and
+// continues its offsets (the bucket's queue of applied writes), and Pebble's WAL fsyncs in write
+// order, so one fsync makes every earlier write durable too. End offsets held in memory are
+// published only after the fsync, in order, and readers never read past them, so no reader sees
+// part of a batch nor a batch that is not durable; a write is acknowledged (Pending.Wait) only
+// after its own fsync (SPEC section 7).
+//
+// # Followers
+//
+// While a reader follows a bucket (Follow), publication keeps the bucket's newest changelog
+// chunks in memory (tail.go, at most 128 KiB per bucket), and Read serves offsets they hold
+// without a Pebble iterator.
 package store

@@ -8,19 +8,32 @@ import (
 	"github.com/cockroachdb/pebble/v2/bloom"
 )
 
-// DefaultCacheBytes is the Pebble block cache size of a table when Options.CacheBytes is 0.
-const DefaultCacheBytes = 64 << 20
+// DefaultCacheBytes is the Pebble block cache size of a table when Options.CacheBytes is 0:
+// 192 MiB. Pebble charges the memtables of every DB using the cache against it (memTableBytes
+// each, up to two per DB once the first has been flushed: the mutable one and one kept for
+// reuse), so the room left for blocks is the size minus those; see pebbleOptions.
+const DefaultCacheBytes = 192 << 20
+
+// memTableBytes is the size of a table's Pebble memtable (bytes).
+const memTableBytes = 32 << 20
 
 // pebbleOptions returns the Pebble options of a table's DB.
 //
 // Writes look up the stored row of every written key, mostly keys that do not exist yet, so
 // every level has a bloom filter (10 bits per key, ~1% false positives) over whole keys, and
 // lookups use SeekPrefixGE, which consults them.
+//
+// Memtables are 32 MiB: Pebble reserves the memory of each memtable (and of the one it keeps for
+// reuse) in the block cache, so with 64 MiB memtables a 64 MiB (or even 128 MiB) cache held no
+// block at all once the first memtable had filled, and every lookup read and decompressed its
+// filter, index and data blocks from the file (measured in docs/PERF-NOTES.md). With 32 MiB
+// memtables and the default 192 MiB cache, 128 MiB are left for blocks while one table is written,
+// enough for the state of about 1M rows of the benchmark's shape.
 func pebbleOptions(cache *pebble.Cache, logger *slog.Logger) *pebble.Options {
 	o := &pebble.Options{
 		Cache:                       cache,
 		FormatMajorVersion:          pebble.FormatNewest,
-		MemTableSize:                64 << 20,
+		MemTableSize:                memTableBytes,
 		MemTableStopWritesThreshold: 4,
 		L0CompactionThreshold:       4,
 		L0StopWritesThreshold:       24,
