@@ -158,13 +158,36 @@ class SetatsCdcSourceITCase {
         return new TestStreamEnvironment(cluster, conf, parallelism, Collections.emptyList(), Collections.emptyList());
     }
 
+    /**
+     * Takes up to n rows. Flink's collect iterator swallows the interrupt of JUnit's @Timeout, so a
+     * watchdog closes the iterator after TAKE_DEADLINE_S: a missing row fails the test (fewer rows
+     * or an exception) instead of hanging the build.
+     */
     private static <T> List<T> take(CloseableIterator<T> it, int n) {
         List<T> out = new ArrayList<>();
-        while (out.size() < n && it.hasNext()) {
-            out.add(it.next());
+        java.util.concurrent.ScheduledExecutorService watchdog =
+                java.util.concurrent.Executors.newSingleThreadScheduledExecutor();
+        watchdog.schedule(
+                () -> {
+                    try {
+                        it.close();
+                    } catch (Exception ignored) {
+                        // closing is best effort: the caller's assertion reports the missing rows
+                    }
+                },
+                TAKE_DEADLINE_S,
+                TimeUnit.SECONDS);
+        try {
+            while (out.size() < n && it.hasNext()) {
+                out.add(it.next());
+            }
+        } finally {
+            watchdog.shutdownNow();
         }
         return out;
     }
+
+    private static final long TAKE_DEADLINE_S = 120;
 
     private static WriteAck put(String table, RowType type, RowData... rows) throws InterruptedException {
         try (GatewayClient c = GATEWAY.client()) {
