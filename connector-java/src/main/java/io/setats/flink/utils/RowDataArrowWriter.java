@@ -44,6 +44,7 @@ public final class RowDataArrowWriter implements AutoCloseable {
     private final VectorSchemaRoot root;
     private final TinyIntVector rowKindVector;
     private final FieldWriter[] writers;
+    private final java.util.function.IntConsumer[] nullSetters;
     private final RowData.FieldGetter[] getters;
     private final int fixedBytesPerRow;
 
@@ -59,11 +60,13 @@ public final class RowDataArrowWriter implements AutoCloseable {
         this.rowKindVector = withRowKind ? (TinyIntVector) vectors.get(0) : null;
         int n = rowType.getFieldCount();
         this.writers = new FieldWriter[n];
+        this.nullSetters = new java.util.function.IntConsumer[n];
         this.getters = new RowData.FieldGetter[n];
         int fixed = withRowKind ? 1 : 0;
         for (int i = 0; i < n; i++) {
             LogicalType t = rowType.getTypeAt(i);
             writers[i] = writerFor(t, vectors.get(i + offset));
+            nullSetters[i] = nullSetterFor(vectors.get(i + offset));
             getters[i] = RowData.createFieldGetter(t, i);
             fixed += fixedWidth(t);
         }
@@ -102,7 +105,11 @@ public final class RowDataArrowWriter implements AutoCloseable {
         long bytes = fixedBytesPerRow;
         for (int i = 0; i < writers.length; i++) {
             Object v = getters[i].getFieldOrNull(row);
-            bytes += writers[i].write(idx, v);
+            if (v == null) {
+                nullSetters[i].accept(idx);
+            } else {
+                bytes += writers[i].write(idx, v);
+            }
         }
         rowCount++;
         estimatedBytes += bytes;
@@ -155,9 +162,20 @@ public final class RowDataArrowWriter implements AutoCloseable {
         }
     }
 
-    /** Writes one value (null allowed) at an index; returns its variable-length bytes. */
+    /** Writes one non-null value at an index; returns its variable-length bytes. */
     private interface FieldWriter {
         int write(int index, Object value);
+    }
+
+    /** Sets an index to null: every vector this writer builds is fixed- or variable-width. */
+    private static java.util.function.IntConsumer nullSetterFor(FieldVector vector) {
+        if (vector instanceof org.apache.arrow.vector.BaseFixedWidthVector) {
+            return ((org.apache.arrow.vector.BaseFixedWidthVector) vector)::setNull;
+        }
+        if (vector instanceof org.apache.arrow.vector.BaseVariableWidthVector) {
+            return ((org.apache.arrow.vector.BaseVariableWidthVector) vector)::setNull;
+        }
+        throw new IllegalArgumentException("unsupported vector " + vector.getClass().getName());
     }
 
     private static FieldWriter writerFor(LogicalType type, FieldVector vector) {
@@ -166,11 +184,7 @@ public final class RowDataArrowWriter implements AutoCloseable {
                 {
                     BitVector v = (BitVector) vector;
                     return (i, o) -> {
-                        if (o == null) {
-                            v.setNull(i);
-                        } else {
-                            v.setSafe(i, ((Boolean) o) ? 1 : 0);
-                        }
+                        v.setSafe(i, ((Boolean) o) ? 1 : 0);
                         return 0;
                     };
                 }
@@ -178,11 +192,7 @@ public final class RowDataArrowWriter implements AutoCloseable {
                 {
                     TinyIntVector v = (TinyIntVector) vector;
                     return (i, o) -> {
-                        if (o == null) {
-                            v.setNull(i);
-                        } else {
-                            v.setSafe(i, (Byte) o);
-                        }
+                        v.setSafe(i, (Byte) o);
                         return 0;
                     };
                 }
@@ -190,11 +200,7 @@ public final class RowDataArrowWriter implements AutoCloseable {
                 {
                     SmallIntVector v = (SmallIntVector) vector;
                     return (i, o) -> {
-                        if (o == null) {
-                            v.setNull(i);
-                        } else {
-                            v.setSafe(i, (Short) o);
-                        }
+                        v.setSafe(i, (Short) o);
                         return 0;
                     };
                 }
@@ -202,11 +208,7 @@ public final class RowDataArrowWriter implements AutoCloseable {
                 {
                     IntVector v = (IntVector) vector;
                     return (i, o) -> {
-                        if (o == null) {
-                            v.setNull(i);
-                        } else {
-                            v.setSafe(i, (Integer) o);
-                        }
+                        v.setSafe(i, (Integer) o);
                         return 0;
                     };
                 }
@@ -214,11 +216,7 @@ public final class RowDataArrowWriter implements AutoCloseable {
                 {
                     BigIntVector v = (BigIntVector) vector;
                     return (i, o) -> {
-                        if (o == null) {
-                            v.setNull(i);
-                        } else {
-                            v.setSafe(i, (Long) o);
-                        }
+                        v.setSafe(i, (Long) o);
                         return 0;
                     };
                 }
@@ -226,11 +224,7 @@ public final class RowDataArrowWriter implements AutoCloseable {
                 {
                     Float4Vector v = (Float4Vector) vector;
                     return (i, o) -> {
-                        if (o == null) {
-                            v.setNull(i);
-                        } else {
-                            v.setSafe(i, (Float) o);
-                        }
+                        v.setSafe(i, (Float) o);
                         return 0;
                     };
                 }
@@ -238,11 +232,7 @@ public final class RowDataArrowWriter implements AutoCloseable {
                 {
                     Float8Vector v = (Float8Vector) vector;
                     return (i, o) -> {
-                        if (o == null) {
-                            v.setNull(i);
-                        } else {
-                            v.setSafe(i, (Double) o);
-                        }
+                        v.setSafe(i, (Double) o);
                         return 0;
                     };
                 }
@@ -251,11 +241,7 @@ public final class RowDataArrowWriter implements AutoCloseable {
                     DecimalVector v = (DecimalVector) vector;
                     int scale = ((DecimalType) type).getScale();
                     return (i, o) -> {
-                        if (o == null) {
-                            v.setNull(i);
-                        } else {
-                            v.setSafe(i, ((DecimalData) o).toBigDecimal().setScale(scale));
-                        }
+                        v.setSafe(i, ((DecimalData) o).toBigDecimal().setScale(scale));
                         return 0;
                     };
                 }
@@ -264,10 +250,6 @@ public final class RowDataArrowWriter implements AutoCloseable {
                 {
                     VarCharVector v = (VarCharVector) vector;
                     return (i, o) -> {
-                        if (o == null) {
-                            v.setNull(i);
-                            return 0;
-                        }
                         byte[] b = ((org.apache.flink.table.data.StringData) o).toBytes();
                         v.setSafe(i, b);
                         return b.length;
@@ -278,10 +260,6 @@ public final class RowDataArrowWriter implements AutoCloseable {
                 {
                     VarBinaryVector v = (VarBinaryVector) vector;
                     return (i, o) -> {
-                        if (o == null) {
-                            v.setNull(i);
-                            return 0;
-                        }
                         byte[] b = (byte[]) o;
                         v.setSafe(i, b);
                         return b.length;
@@ -291,11 +269,7 @@ public final class RowDataArrowWriter implements AutoCloseable {
                 {
                     DateDayVector v = (DateDayVector) vector;
                     return (i, o) -> {
-                        if (o == null) {
-                            v.setNull(i);
-                        } else {
-                            v.setSafe(i, (Integer) o);
-                        }
+                        v.setSafe(i, (Integer) o);
                         return 0;
                     };
                 }
@@ -303,11 +277,7 @@ public final class RowDataArrowWriter implements AutoCloseable {
                 {
                     TimeMilliVector v = (TimeMilliVector) vector;
                     return (i, o) -> {
-                        if (o == null) {
-                            v.setNull(i);
-                        } else {
-                            v.setSafe(i, (Integer) o);
-                        }
+                        v.setSafe(i, (Integer) o);
                         return 0;
                     };
                 }
@@ -320,11 +290,7 @@ public final class RowDataArrowWriter implements AutoCloseable {
                                     ? ((TimestampType) type).getPrecision()
                                     : ((LocalZonedTimestampType) type).getPrecision();
                     return (i, o) -> {
-                        if (o == null) {
-                            v.setNull(i);
-                        } else {
-                            v.setSafe(i, timestampValue((TimestampData) o, precision));
-                        }
+                        v.setSafe(i, timestampValue((TimestampData) o, precision));
                         return 0;
                     };
                 }
