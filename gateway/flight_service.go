@@ -8,7 +8,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/setats/setats/catalog"
-	"github.com/setats/setats/gateway/row"
+	"github.com/setats/setats/gateway/partname"
 	"github.com/setats/setats/gateway/store"
 	"github.com/setats/setats/proto/setatspb"
 )
@@ -108,7 +108,7 @@ func bucketsOf(t *catalog.Table, st *store.Table) []store.BucketOffsets {
 // checkBucket validates a (partition, bucket) of a ChangelogTicket before the store sees it (the
 // store keeps an in-memory entry for every bucket it is asked to wait on): the bucket must be in
 // [0, bucket_count) and the partition must be "" for an unpartitioned table, else
-// "k1=v1/k2=v2" over the partition keys in order (row.ValidatePartitionName, proto/README.md
+// "k1=v1/k2=v2" over the partition keys in order (partname.Validate, proto/README.md
 // "Partition names").
 // Errors are InvalidArgument naming the table, partition and bucket.
 func checkBucket(t *catalog.Table, partition string, bucket int32) error {
@@ -117,7 +117,7 @@ func checkBucket(t *catalog.Table, partition string, bucket int32) error {
 		return status.Errorf(codes.InvalidArgument, "table %s partition %q bucket %d: bucket out of range [0, %d)",
 			label, partition, bucket, t.BucketCount)
 	}
-	if err := row.ValidatePartitionName(t, partition); err != nil {
+	if err := partname.Validate(t, partition); err != nil {
 		return status.Errorf(codes.InvalidArgument, "%s (bucket %d)", status.Convert(err).Message(), bucket)
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/setats/setats/catalog"
+	"github.com/setats/setats/gateway/partname"
 	"github.com/setats/setats/merge"
 )
 
@@ -296,7 +297,7 @@ func (b *Batch) Validate(tbl *catalog.Table) error {
 				return invalidf(tbl, "column %q row %d: %v", col.Name, i, err)
 			}
 			if isPart[c] {
-				if err := checkPartitionValue(col.Type, v); err != nil {
+				if err := partname.CheckValue(col.Type, v); err != nil {
 					return invalidf(tbl, "column %q row %d: %v", col.Name, i, err)
 				}
 			}

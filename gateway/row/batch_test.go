@@ -8,18 +8,11 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/setats/setats/catalog"
+	"github.com/setats/setats/gateway/partname"
 	"github.com/setats/setats/merge"
 	"google.golang.org/grpc/codes"
 )
-
-// fullRow is a row of allTypes with every column set.
-func fullRow(id int32, k string) merge.Row {
-	return merge.Row{
-		id, k, true, int8(-3), int16(300), int64(1) << 40, float32(1.5), -2.25,
-		decimal128.FromI64(-1234), "abc", "héllo", []byte{0, 1, 2}, arrow.Date32(20786), arrow.Time32(36000123),
-		arrow.Timestamp(1_795_946_400_123_456_789), arrow.Timestamp(1_795_946_400_123), arrow.Timestamp(-1),
-	}
-}
 
 func TestDecodeAllTypes(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
@@ -249,5 +242,73 @@ func TestDecodeMalformedArrays(t *testing.T) {
 				t.Errorf("error %q does not name column %q", err, tc.column)
 			}
 		})
+	}
+}
+
+// TestPartitionValuesReadable: Batch.Validate accepts a partition-key value only when its partition
+// name passes partname.Validate (readers name the partition in a ticket), so the edges of the
+// ranges are accepted and round-trip, and values beyond them, which used to be written under a
+// name no ticket could use, are InvalidArgument naming the column and row. The same values in a
+// column that is not a partition key are accepted, except those that are no value of their type
+// (invalid UTF-8, too many decimal digits).
+func TestPartitionValuesReadable(t *testing.T) {
+	tDec38 := catalog.Type{Kind: catalog.Decimal, Precision: 38, Scale: 0}
+	tTs6 := catalog.Type{Kind: catalog.Timestamp, Precision: 6}
+	max38, _ := decimal128.FromString(strings.Repeat("9", 38), 38, 0)
+	min128 := decimal128.New(-1<<63, 0)
+	tests := []struct {
+		typ       catalog.Type
+		val       any
+		want      string // "" = valid, else a substring of the partition-key error
+		wantOther string // the same for a column that is not a partition key
+	}{
+		{tDate, arrow.Date32(-719528), "", ""}, // 0000-01-01
+		{tDate, arrow.Date32(2932896), "", ""}, // 9999-12-31
+		{tDate, arrow.Date32(-719529), "outside the years 0000..9999", ""},
+		{tDate, arrow.Date32(2932897), "outside the years 0000..9999", ""},
+		{tTime, arrow.Time32(0), "", ""},
+		{tTime, arrow.Time32(86399999), "", ""},
+		{tTime, arrow.Time32(-5), "not a time of day", ""},
+		{tTime, arrow.Time32(86400000), "not a time of day", ""},
+		{tTs0, arrow.Timestamp(-62167219200), "", ""},
+		{tTs0, arrow.Timestamp(253402300799), "", ""},
+		{tTs0, arrow.Timestamp(-62167219201), "outside the years 0000..9999", ""},
+		{tTs3, arrow.Timestamp(253402300799999), "", ""},
+		{tTs3, arrow.Timestamp(253402300800000), "outside the years 0000..9999", ""},
+		{tTs6, arrow.Timestamp(-62167219200000001), "outside the years 0000..9999", ""},
+		{tTs9, arrow.Timestamp(-1 << 63), "", ""}, // every ns value is within 1677..2262
+		{tDec, decimal128.FromI64(9999999999), "", ""},
+		{tDec, decimal128.FromI64(-9999999999), "", ""},
+		{tDec, decimal128.FromI64(10000000000), "more than 10 digits", "more than 10 digits"},
+		{tDec38, max38, "", ""},
+		{tDec38, max38.Negate(), "", ""},
+		{tDec38, min128, "more than 38 digits", "more than 38 digits"},
+		{tString, "a/b=%\x01日本", "", ""},
+		{tString, "ok\xff", "not valid UTF-8", "not valid UTF-8"},
+		{tChar3, "\xc3", "not valid UTF-8", "not valid UTF-8"},
+	}
+	for _, tc := range tests {
+		for _, part := range []bool{true, false} {
+			var partKeys []int
+			want := tc.wantOther
+			if part {
+				partKeys, want = []int{1}, tc.want
+			}
+			tbl := mkTable("p", []catalog.Column{{Name: "id", Type: tInt}, {Name: "p", Type: tc.typ}}, []int{0, 1}, partKeys, nil, 1)
+			r := merge.Row{int32(1), tc.val}
+			err := (&Batch{Kinds: []merge.RowKind{merge.Insert}, Rows: []merge.Row{r}}).Validate(tbl)
+			if want == "" {
+				if err != nil {
+					t.Errorf("%s %v (partition key %v): %v", tc.typ, tc.val, part, err)
+				} else if err := partname.Validate(tbl, partname.Of(tbl, r)); err != nil {
+					t.Errorf("%s %v: accepted, but its partition name is not: %v", tc.typ, tc.val, err)
+				}
+				continue
+			}
+			wantCode(t, err, codes.InvalidArgument)
+			if err != nil && (!strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), `column "p" row 0`)) {
+				t.Errorf("%s %v (partition key %v): error %q, want %q naming the column and row", tc.typ, tc.val, part, err, want)
+			}
+		}
 	}
 }

@@ -17,7 +17,10 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/setats/setats/catalog"
+	"github.com/setats/setats/gateway/buckethash"
+	"github.com/setats/setats/gateway/partname"
 	"github.com/setats/setats/gateway/row"
+	"github.com/setats/setats/gateway/rowcodec"
 	"github.com/setats/setats/merge"
 )
 
@@ -128,14 +131,14 @@ func runRaw(b *testing.B, dir string) (res benchResult) {
 		pb := db.NewBatch()
 		writers := map[BucketID]*chunkWriter{}
 		for i, r := range batch.Rows {
-			id := BucketID{Partition: row.PartitionName(w.tbl, r), Bucket: row.Bucket(w.tbl, r)}
+			id := BucketID{Partition: partname.Of(w.tbl, r), Bucket: buckethash.Bucket(w.tbl, r)}
 			cw := writers[id]
 			if cw == nil {
 				cw = &chunkWriter{tbl: w.tbl, prefix: bucketPrefix(id), commitMs: 1, batch: pb}
 				writers[id] = cw
 			}
-			val := row.EncodeValue(w.tbl, r)
-			if err := pb.Set(row.AppendKey(appendStateKey(nil, cw.prefix), w.tbl, r), val, nil); err != nil {
+			val := rowcodec.EncodeValue(w.tbl, r)
+			if err := pb.Set(rowcodec.AppendKey(appendStateKey(nil, cw.prefix), w.tbl, r), val, nil); err != nil {
 				b.Fatal(err)
 			}
 			n := 1

@@ -7,7 +7,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/setats/setats/catalog"
-	"github.com/setats/setats/gateway/row"
+	"github.com/setats/setats/gateway/rowcodec"
 	"github.com/setats/setats/merge"
 )
 
@@ -19,7 +19,7 @@ import (
 //
 //	8 bytes   commit ms, big-endian (every row of a chunk has the same commit time)
 //	4 bytes   number of rows n, big-endian
-//	n times   1 byte RowKind, uvarint length, row.EncodeValue of the full row
+//	n times   1 byte RowKind, uvarint length, rowcodec.EncodeValue of the full row
 //
 // One key per chunk instead of one per row makes writes cheaper (fewer memtable inserts and
 // compaction keys) and reads sequential; offsets stay dense per row.
@@ -57,7 +57,7 @@ func (w *chunkWriter) add(offset int64, kind merge.RowKind, r merge.Row) error {
 	// Reserve one length byte; move the value when its length needs more.
 	at := len(w.buf)
 	w.buf = append(w.buf, 0)
-	w.buf = row.AppendValue(w.buf, w.tbl, r)
+	w.buf = rowcodec.AppendValue(w.buf, w.tbl, r)
 	l := len(w.buf) - at - 1
 	if l < 0x80 {
 		w.buf[at] = byte(l)

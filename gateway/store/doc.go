@@ -9,7 +9,7 @@
 // # On-disk layout
 //
 // Keys start with a one-byte keyspace tag. P is the partition name in the row package's
-// order-preserving escaped form (row.AppendEscaped: bytes, 0x00 as 0x00 0xFF, then 0x00 0x01) and
+// order-preserving escaped form (rowcodec.AppendEscaped: bytes, 0x00 as 0x00 0xFF, then 0x00 0x01) and
 // B is the bucket as 4 bytes big-endian, so keys of one bucket are contiguous and buckets sort by
 // partition, then bucket:
 //
@@ -18,14 +18,14 @@
 //	"m" P B                      bucket metadata: uvarint start offset (oldest retained),
 //	                             uvarint end offset (next offset), varint commit ms of the newest
 //	                             changelog row (0 when none)
-//	"s" P B pk                   state row: row.EncodeValue of the full row; pk is
-//	                             row.EncodeKey (memcomparable primary-key values)
+//	"s" P B pk                   state row: rowcodec.EncodeValue of the full row; pk is
+//	                             rowcodec.EncodeKey (memcomparable primary-key values)
 //	"c" P B offset               changelog chunk: the rows [offset, offset+n) that one write
 //	                             appended to the bucket (at most 256 rows / about 32 KiB per
 //	                             chunk); offset as 8 bytes big-endian; value = 8 bytes
 //	                             big-endian commit ms (shared by the chunk's rows), 4 bytes
 //	                             big-endian n, then per row: 1 byte RowKind, uvarint length,
-//	                             row.EncodeValue of the full row (chunk.go)
+//	                             rowcodec.EncodeValue of the full row (chunk.go)
 //
 // A bucket's metadata key exists once a write touched it; offsets are dense: the changelog rows
 // of a bucket are exactly the offsets [start, end), and start is always the first offset of a

@@ -9,7 +9,10 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/setats/setats/catalog"
+	"github.com/setats/setats/gateway/buckethash"
+	"github.com/setats/setats/gateway/partname"
 	"github.com/setats/setats/gateway/row"
+	"github.com/setats/setats/gateway/rowcodec"
 	"github.com/setats/setats/merge"
 	"github.com/setats/setats/proto/setatspb"
 )
@@ -188,11 +191,11 @@ func state(t testing.TB, st *Table) map[string]merge.Row {
 	t.Helper()
 	out := map[string]merge.Row{}
 	err := st.ScanState(func(id BucketID, r merge.Row) error {
-		want := BucketID{Partition: row.PartitionName(st.tbl, r), Bucket: row.Bucket(st.tbl, r)}
+		want := BucketID{Partition: partname.Of(st.tbl, r), Bucket: buckethash.Bucket(st.tbl, r)}
 		if id != want {
 			return fmt.Errorf("row %v stored in bucket %v, belongs to %v", r, id, want)
 		}
-		out[string(row.EncodeKey(st.tbl, r))] = r
+		out[string(rowcodec.EncodeKey(st.tbl, r))] = r
 		return nil
 	})
 	if err != nil {
@@ -218,7 +221,7 @@ func checkFold(t testing.TB, st *Table) {
 				t.Fatalf("bucket %v offset %d: commit time %d after %d", id, e.Offset, e.CommitMs, lastMs)
 			}
 			lastMs = e.CommitMs
-			k := string(row.EncodeKey(st.tbl, e.Row))
+			k := string(rowcodec.EncodeKey(st.tbl, e.Row))
 			old, present := folded[k]
 			switch e.Kind {
 			case merge.Insert:
@@ -230,7 +233,7 @@ func checkFold(t testing.TB, st *Table) {
 				if !present || !merge.RowEqual(old, e.Row) {
 					t.Fatalf("bucket %v offset %d: -U%s does not equal the stored row %s", id, e.Offset, formatRow(e.Row), formatRow(old))
 				}
-				if i+1 >= len(es) || es[i+1].Kind != merge.UpdateAfter || string(row.EncodeKey(st.tbl, es[i+1].Row)) != k {
+				if i+1 >= len(es) || es[i+1].Kind != merge.UpdateAfter || string(rowcodec.EncodeKey(st.tbl, es[i+1].Row)) != k {
 					t.Fatalf("bucket %v offset %d: -U not followed by the +U of its key", id, e.Offset)
 				}
 			case merge.UpdateAfter:

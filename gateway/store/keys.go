@@ -5,7 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 
-	"github.com/setats/setats/gateway/row"
+	"github.com/setats/setats/gateway/rowcodec"
 )
 
 // Keyspace tags (first byte of every key). On-disk format: never change them.
@@ -21,7 +21,7 @@ const formatVersion = "setats-store-1"
 
 // bucketPrefix returns P B (see doc.go) of id.
 func bucketPrefix(id BucketID) []byte {
-	b := row.AppendEscaped(make([]byte, 0, len(id.Partition)+6), id.Partition)
+	b := rowcodec.AppendEscaped(make([]byte, 0, len(id.Partition)+6), id.Partition)
 	return binary.BigEndian.AppendUint32(b, uint32(id.Bucket))
 }
 

@@ -4,7 +4,10 @@ import (
 	"errors"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/setats/setats/gateway/buckethash"
+	"github.com/setats/setats/gateway/partname"
 	"github.com/setats/setats/gateway/row"
+	"github.com/setats/setats/gateway/rowcodec"
 	"github.com/setats/setats/merge"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -58,7 +61,7 @@ func (t *Table) Read(id BucketID, from int64, maxRows int, dst []Entry) ([]Entry
 	if from == upto {
 		return dst, nil
 	}
-	dec := row.ValueDecoder{Table: t.tbl}
+	dec := rowcodec.ValueDecoder{Table: t.tbl}
 	want := from
 	if tail != nil {
 		// The newest rows, from memory (tail.go): contiguous from the chunk holding from.
@@ -116,7 +119,7 @@ func (t *Table) Read(id BucketID, from int64, maxRows int, dst []Entry) ([]Entry
 
 // appendChunkRows appends the rows of c with offsets in [want, upto) to dst, decoded with dec,
 // and returns dst and the offset after the last row appended. want must lie in c.
-func appendChunkRows(dst []Entry, c chunk, want, upto int64, dec *row.ValueDecoder) ([]Entry, int64, error) {
+func appendChunkRows(dst []Entry, c chunk, want, upto int64, dec *rowcodec.ValueDecoder) ([]Entry, int64, error) {
 	for off := c.first; off < c.end() && want < upto; off++ {
 		kind, val, err := c.next()
 		if err != nil {
@@ -218,9 +221,9 @@ func (t *Table) Lookup(pk merge.Row) (merge.Row, bool, error) {
 	if err := b.Validate(t.tbl); err != nil {
 		return nil, false, err
 	}
-	id := BucketID{Partition: row.PartitionName(t.tbl, pk), Bucket: row.Bucket(t.tbl, pk)}
+	id := BucketID{Partition: partname.Of(t.tbl, pk), Bucket: buckethash.Bucket(t.tbl, pk)}
 	key := appendStateKey(nil, bucketPrefix(id))
-	key = row.AppendKey(key, t.tbl, pk)
+	key = rowcodec.AppendKey(key, t.tbl, pk)
 	v, closer, err := t.db.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, false, nil
@@ -229,7 +232,7 @@ func (t *Table) Lookup(pk merge.Row) (merge.Row, bool, error) {
 		return nil, false, t.internal(err)
 	}
 	defer closer.Close()
-	r, err := row.DecodeValue(t.tbl, v)
+	r, err := rowcodec.DecodeValue(t.tbl, v)
 	if err != nil {
 		return nil, false, t.internal(err)
 	}
@@ -251,7 +254,7 @@ func (t *Table) ScanState(fn func(id BucketID, r merge.Row) error) error {
 	defer it.Close()
 	var id BucketID
 	var prevPrefix []byte
-	dec := row.ValueDecoder{Table: t.tbl}
+	dec := rowcodec.ValueDecoder{Table: t.tbl}
 	for it.First(); it.Valid(); it.Next() {
 		k := it.Key()[1:]
 		if prevPrefix == nil || len(k) < len(prevPrefix) || string(k[:len(prevPrefix)]) != string(prevPrefix) {

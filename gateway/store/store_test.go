@@ -15,6 +15,7 @@ import (
 
 	"github.com/setats/setats/catalog"
 	"github.com/setats/setats/gateway/row"
+	"github.com/setats/setats/gateway/rowcodec"
 	"github.com/setats/setats/merge"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -278,7 +279,7 @@ func (m *model) apply(tbl *catalog.Table, b *row.Batch) (ok bool) {
 		next[k] = v
 	}
 	for i, in := range b.Rows {
-		k := string(row.EncodeKey(tbl, in))
+		k := string(rowcodec.EncodeKey(tbl, in))
 		old, present := next[k]
 		switch b.Kinds[i] {
 		case merge.UpdateBefore:

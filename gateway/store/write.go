@@ -8,7 +8,10 @@ import (
 	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/setats/setats/gateway/buckethash"
+	"github.com/setats/setats/gateway/partname"
 	"github.com/setats/setats/gateway/row"
+	"github.com/setats/setats/gateway/rowcodec"
 	"github.com/setats/setats/merge"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -218,10 +221,10 @@ func (t *Table) groupRows(b *row.Batch) []*group {
 	t.mu.Lock()
 	for i, r := range b.Rows {
 		if partitioned && (prevPart == nil || !samePartition(tbl.PartitionKeys, prevPart, r)) {
-			part = row.PartitionName(tbl, r)
+			part = partname.Of(tbl, r)
 			prevPart = r
 		}
-		k := gkey{part, row.Bucket(tbl, r)}
+		k := gkey{part, buckethash.Bucket(tbl, r)}
 		g := byKey[k]
 		if g == nil {
 			g = &group{b: t.bucketFor(BucketID{Partition: k.part, Bucket: k.bucket})}
@@ -259,7 +262,7 @@ func (t *Table) prepare(g *group, b *row.Batch, commitMs int64) {
 	for i, r := range g.rows {
 		start := len(keyBuf)
 		keyBuf = appendStateKey(keyBuf, prefix)
-		keyBuf = row.AppendKey(keyBuf, tbl, b.Rows[r])
+		keyBuf = rowcodec.AppendKey(keyBuf, tbl, b.Rows[r])
 		k := keyBuf[start:len(keyBuf):len(keyBuf)]
 		s, ok := index[string(k)]
 		if !ok {
@@ -323,7 +326,7 @@ func (t *Table) prepare(g *group, b *row.Batch, commitMs int64) {
 		var err error
 		switch {
 		case s.cur != nil:
-			buf = row.AppendValue(buf[:0], tbl, s.cur)
+			buf = rowcodec.AppendValue(buf[:0], tbl, s.cur)
 			err = g.batch.Set(s.key, buf, nil)
 		case s.found:
 			err = g.batch.Delete(s.key, nil)
@@ -378,7 +381,7 @@ func (t *Table) lookup(slots []slot) error {
 		if err != nil {
 			return t.internal(err)
 		}
-		r, err := row.DecodeValue(t.tbl, v)
+		r, err := rowcodec.DecodeValue(t.tbl, v)
 		if err != nil {
 			return t.internal(err)
 		}

@@ -1,7 +1,8 @@
-package row
+package buckethash
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -11,16 +12,16 @@ import (
 	"github.com/twmb/murmur3"
 )
 
-// BucketKeyBytes returns the bytes the bucket hash is computed over: the concatenation, over the
+// KeyBytes returns the bytes the bucket hash is computed over: the concatenation, over the
 // bucket-key columns in bucket-key order, of each value's encoding in proto/README.md
 // ("Bucket hash"). These bytes are wire format shared with the Java connector: never change them.
 // Values must be non-null and of their columns' Go types; otherwise BucketKeyBytes panics.
-func BucketKeyBytes(tbl *catalog.Table, row merge.Row) []byte {
-	return AppendBucketKey(nil, tbl, row)
+func KeyBytes(tbl *catalog.Table, row merge.Row) []byte {
+	return AppendKey(nil, tbl, row)
 }
 
-// AppendBucketKey appends BucketKeyBytes(tbl, row) to dst and returns the extended slice.
-func AppendBucketKey(dst []byte, tbl *catalog.Table, row merge.Row) []byte {
+// AppendKey appends KeyBytes(tbl, row) to dst and returns the extended slice.
+func AppendKey(dst []byte, tbl *catalog.Table, row merge.Row) []byte {
 	for _, c := range tbl.BucketKey {
 		t := tbl.Columns[c].Type
 		switch x := row[c].(type) {
@@ -56,7 +57,7 @@ func AppendBucketKey(dst []byte, tbl *catalog.Table, row merge.Row) []byte {
 			dst = binary.LittleEndian.AppendUint32(dst, uint32(len(x)))
 			dst = append(dst, x...)
 		case arrow.Timestamp:
-			ms, nanos := SplitTimestamp(int64(x), catalog.TimestampUnit(t.Precision))
+			ms, nanos := splitTimestamp(int64(x), catalog.TimestampUnit(t.Precision))
 			dst = binary.LittleEndian.AppendUint64(dst, uint64(ms))
 			dst = binary.LittleEndian.AppendUint32(dst, uint32(nanos))
 		default:
@@ -79,10 +80,10 @@ func appendHashDouble(dst []byte, v float64) []byte {
 	return binary.LittleEndian.AppendUint64(dst, bits)
 }
 
-// BucketHash returns murmur3_x86_32(BucketKeyBytes(tbl, row), seed 0) (proto/README.md).
-func BucketHash(tbl *catalog.Table, row merge.Row) uint32 {
+// Hash returns murmur3_x86_32(KeyBytes(tbl, row), seed 0) (proto/README.md).
+func Hash(tbl *catalog.Table, row merge.Row) uint32 {
 	var buf [64]byte
-	return murmur3.Sum32(AppendBucketKey(buf[:0], tbl, row))
+	return murmur3.Sum32(AppendKey(buf[:0], tbl, row))
 }
 
 // BucketOf returns the bucket of a hash for a bucket count n > 0:
@@ -91,11 +92,17 @@ func BucketOf(hash uint32, n int32) int32 {
 	return int32((hash & 0x7fffffff) % uint32(n))
 }
 
-// Bucket returns the bucket of row in its partition: BucketOf(BucketHash(tbl, row),
+// Bucket returns the bucket of row in its partition: BucketOf(Hash(tbl, row),
 // tbl.BucketCount). A table whose BucketCount is below 1 has the single bucket 0.
 func Bucket(tbl *catalog.Table, row merge.Row) int32 {
 	if tbl.BucketCount <= 1 {
 		return 0
 	}
-	return BucketOf(BucketHash(tbl, row), tbl.BucketCount)
+	return BucketOf(Hash(tbl, row), tbl.BucketCount)
+}
+
+// mismatch panics for a value whose Go type does not fit its column: rows reaching the encoders
+// are validated (Decode, Batch.Validate), so this is a programming error.
+func mismatch(t catalog.Type, v any) {
+	panic(fmt.Sprintf("buckethash: value of Go type %T does not fit column type %s", v, t))
 }

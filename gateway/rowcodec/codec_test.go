@@ -1,4 +1,4 @@
-package row
+package rowcodec
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package row
+package buckethash
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/setats/setats/catalog"
 	"github.com/setats/setats/merge"
 	"github.com/twmb/murmur3"
@@ -142,7 +143,7 @@ func parseVectorValue(t catalog.Type, v any) (any, error) {
 		}
 		return f, nil
 	case catalog.Decimal:
-		return parseDecimal(str, t.Precision, t.Scale)
+		return decimal128.FromString(str, int32(t.Precision), int32(t.Scale))
 	case catalog.Char, catalog.VarChar:
 		return str, nil
 	case catalog.Binary, catalog.VarBinary:
@@ -189,8 +190,8 @@ func computeVector(name string, types []string, values []any) (vector, error) {
 		row[i] = v
 	}
 	tbl := mkTable("v", cols, key, nil, key, 1)
-	kb := BucketKeyBytes(tbl, row)
-	h := BucketHash(tbl, row)
+	kb := KeyBytes(tbl, row)
+	h := Hash(tbl, row)
 	vec := vector{Name: name, Types: types, Values: values, KeyHex: hex.EncodeToString(kb), Hash: h, HashInt: int32(h), Buckets: map[string]int32{}}
 	for _, n := range bucketCounts {
 		tbl.BucketCount = n
@@ -205,7 +206,7 @@ func computeVector(name string, types []string, values []any) (vector, error) {
 
 func generateVectors(t *testing.T) []byte {
 	f := vectorFile{
-		Description: "Bucket hash test vectors shared by the Go gateway (gateway/row, generated with `go test ./gateway/row/ -run TestBucketHashVectors -update`) and the Java connector. Rules: proto/README.md, section 'Bucket hash'.",
+		Description: "Bucket hash test vectors shared by the Go gateway (gateway/buckethash, generated with `go test ./gateway/buckethash/ -run TestBucketHashVectors -update`) and the Java connector. Rules: proto/README.md, section 'Bucket hash'.",
 		Algorithm:   "bucket = (murmur3_x86_32(key_bytes, seed = 0) & 0x7fffffff) % bucket_count; murmur3_x86_32 = Guava Hashing.murmur3_32_fixed(0)",
 		Fields: map[string]string{
 			"name":     "what the vector covers",
@@ -266,7 +267,7 @@ func TestBucketHashVectors(t *testing.T) {
 		t.Fatalf("%v (generate it with -update)", err)
 	}
 	if !bytes.Equal(data, gen) {
-		t.Errorf("%s is out of date: run go test ./gateway/row/ -run TestBucketHashVectors -update and review the diff", vectorsPath)
+		t.Errorf("%s is out of date: run go test ./gateway/buckethash/ -run TestBucketHashVectors -update and review the diff", vectorsPath)
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
@@ -295,11 +296,11 @@ func TestBucketHashVectors(t *testing.T) {
 func TestBucketHashKnown(t *testing.T) {
 	tbl := mkTable("h", []catalog.Column{{Name: "b", Type: tBytes}}, []int{0}, nil, nil, 1)
 	// key bytes = 4-byte LE length + bytes; check the length prefix and the hash of "" (0).
-	if got := hex.EncodeToString(BucketKeyBytes(tbl, merge.Row{[]byte("ab")})); got != "020000006162" {
+	if got := hex.EncodeToString(KeyBytes(tbl, merge.Row{[]byte("ab")})); got != "020000006162" {
 		t.Errorf("key bytes %s", got)
 	}
 	empty := mkTable("e", []catalog.Column{{Name: "i", Type: tInt}}, []int{0}, nil, []int{}, 8)
-	if h := BucketHash(empty, merge.Row{int32(9)}); h != 0 {
+	if h := Hash(empty, merge.Row{int32(9)}); h != 0 {
 		t.Errorf("hash of no bytes = %d, want 0", h)
 	}
 	// MurmurHash3_x86_32 values, seed 0, as an independent implementation (Python mmh3) gives them.
@@ -308,26 +309,26 @@ func TestBucketHashKnown(t *testing.T) {
 		want uint32
 	}{{"\x00\x00\x00\x00", 0x2362f9de}, {"aaaa", 0x7eeed987}, {"Hello, world!", 0xc0363e43}}
 	for _, k := range known {
-		if h := BucketHash(tbl, merge.Row{[]byte(k.in)}); h != murmur3.Sum32(BucketKeyBytes(tbl, merge.Row{[]byte(k.in)})) {
-			t.Errorf("BucketHash differs from murmur3 of the key bytes")
+		if h := Hash(tbl, merge.Row{[]byte(k.in)}); h != murmur3.Sum32(KeyBytes(tbl, merge.Row{[]byte(k.in)})) {
+			t.Errorf("Hash differs from murmur3 of the key bytes")
 		}
 		if h := murmur3.Sum32([]byte(k.in)); h != k.want {
 			t.Errorf("murmur3(%q) = %#x, want %#x", k.in, h, k.want)
 		}
 	}
-	if h := BucketHash(tbl, merge.Row{[]byte("ab")}); h != 0x0ae944a7 {
+	if h := Hash(tbl, merge.Row{[]byte("ab")}); h != 0x0ae944a7 {
 		t.Errorf("hash of bytes \"ab\" = %#x, want 0x0ae944a7", h)
 	}
 }
 
 func TestBucketNegativeZeroAndNaN(t *testing.T) {
 	tbl := mkTable("d", []catalog.Column{{Name: "d", Type: tDouble}, {Name: "f", Type: tFloat}}, []int{0, 1}, nil, nil, 16)
-	a := BucketKeyBytes(tbl, merge.Row{math.Copysign(0, -1), float32(math.Copysign(0, -1))})
-	b := BucketKeyBytes(tbl, merge.Row{0.0, float32(0)})
+	a := KeyBytes(tbl, merge.Row{math.Copysign(0, -1), float32(math.Copysign(0, -1))})
+	b := KeyBytes(tbl, merge.Row{0.0, float32(0)})
 	if !bytes.Equal(a, b) {
 		t.Errorf("-0.0 and 0.0 hash differently")
 	}
-	c := BucketKeyBytes(tbl, merge.Row{math.Float64frombits(0xfff0000000000001), math.Float32frombits(0x7f800001)})
+	c := KeyBytes(tbl, merge.Row{math.Float64frombits(0xfff0000000000001), math.Float32frombits(0x7f800001)})
 	if hex.EncodeToString(c) != "000000000000f87f000000000000f87f" {
 		t.Errorf("NaN bytes %x", c)
 	}

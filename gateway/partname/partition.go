@@ -1,4 +1,4 @@
-package row
+package partname
 
 import (
 	"encoding/hex"
@@ -14,20 +14,20 @@ import (
 	"github.com/setats/setats/merge"
 )
 
-// PartitionName returns the partition of row (proto/README.md "Partition names"): "" for an
+// Of returns the partition name of row (proto/README.md "Partition names"): "" for an
 // unpartitioned table, else "k1=v1/k2=v2" in partition-key order, where each value is
-// PartitionValueString of the value and names and values have '%', '/', '=' and control
+// ValueString of the value and names and values have '%', '/', '=' and control
 // characters escaped as %XX (upper-case hex), as Hive does. Partition-key values must be
-// non-null and of their columns' Go types; otherwise PartitionName panics.
-func PartitionName(tbl *catalog.Table, row merge.Row) string {
+// non-null and of their columns' Go types; otherwise Of panics.
+func Of(tbl *catalog.Table, row merge.Row) string {
 	if len(tbl.PartitionKeys) == 0 {
 		return ""
 	}
-	return string(AppendPartitionName(nil, tbl, row))
+	return string(Append(nil, tbl, row))
 }
 
-// AppendPartitionName appends PartitionName(tbl, row) to dst and returns the extended slice.
-func AppendPartitionName(dst []byte, tbl *catalog.Table, row merge.Row) []byte {
+// Append appends Of(tbl, row) to dst and returns the extended slice.
+func Append(dst []byte, tbl *catalog.Table, row merge.Row) []byte {
 	for i, c := range tbl.PartitionKeys {
 		if i > 0 {
 			dst = append(dst, '/')
@@ -38,13 +38,13 @@ func AppendPartitionName(dst []byte, tbl *catalog.Table, row merge.Row) []byte {
 		if s, ok := row[c].(string); ok {
 			dst = appendPartitionEscaped(dst, s)
 		} else {
-			dst = appendPartitionEscaped(dst, PartitionValueString(col.Type, row[c]))
+			dst = appendPartitionEscaped(dst, ValueString(col.Type, row[c]))
 		}
 	}
 	return dst
 }
 
-// PartitionValueString returns the string form of a partition-key value (before escaping):
+// ValueString returns the string form of a partition-key value (before escaping):
 //
 //	BOOLEAN            true, false
 //	TINYINT..BIGINT    decimal
@@ -59,7 +59,7 @@ func AppendPartitionName(dst []byte, tbl *catalog.Table, row merge.Row) []byte {
 //	TIMESTAMP_LTZ(p)   the same, of the UTC time
 //
 // It panics when v does not have the Go type of t.
-func PartitionValueString(t catalog.Type, v any) string {
+func ValueString(t catalog.Type, v any) string {
 	switch x := v.(type) {
 	case bool:
 		return strconv.FormatBool(x)
@@ -156,12 +156,12 @@ func unescapePartition(s string) (string, bool) {
 
 func isUpperHex(ch byte) bool { return ch >= '0' && ch <= '9' || ch >= 'A' && ch <= 'F' }
 
-// ValidatePartitionName checks that name is a partition name PartitionName can produce for tbl:
+// Validate checks that name is a partition name Of can produce for tbl:
 // "" for an unpartitioned table; else one "key=value" segment per partition key, in
-// partition-key order, with the columns' names, escapes exactly where PartitionName puts them,
-// and each value in the canonical string form of its column type (PartitionValueString). Errors
+// partition-key order, with the columns' names, escapes exactly where Of puts them,
+// and each value in the canonical string form of its column type (ValueString). Errors
 // are codes.InvalidArgument status errors naming the table and the partition.
-func ValidatePartitionName(tbl *catalog.Table, name string) error {
+func Validate(tbl *catalog.Table, name string) error {
 	if len(tbl.PartitionKeys) == 0 {
 		if name != "" {
 			return invalidf(tbl, "partition %q: the table is not partitioned (its only partition is \"\")", name)
@@ -190,7 +190,7 @@ func ValidatePartitionName(tbl *catalog.Table, name string) error {
 	return nil
 }
 
-// canonicalPartitionValue reports whether s is PartitionValueString of some value of type t.
+// canonicalPartitionValue reports whether s is ValueString of some value of type t.
 func canonicalPartitionValue(t catalog.Type, s string) bool {
 	var v any
 	switch t.Kind {
@@ -266,5 +266,5 @@ func canonicalPartitionValue(t catalog.Type, s string) bool {
 	if f, ok := v.(float64); ok && math.IsNaN(f) {
 		return s == "NaN"
 	}
-	return PartitionValueString(t, v) == s
+	return ValueString(t, v) == s
 }

@@ -1,4 +1,4 @@
-package row
+package rowcodec
 
 import (
 	"encoding/binary"
@@ -383,3 +383,9 @@ func decodeOne(t catalog.Type, b []byte, d *ValueDecoder) (any, []byte, error) {
 // unsafeString views arena bytes as a string. Arena bytes are written once, before the view is
 // made, and never again.
 func unsafeString(b []byte) string { return unsafe.String(&b[0], len(b)) }
+
+// mismatch panics for a value whose Go type does not fit its column: rows reaching the encoders
+// are validated (Decode, Batch.Validate), so this is a programming error.
+func mismatch(t catalog.Type, v any) {
+	panic(fmt.Sprintf("rowcodec: value of Go type %T does not fit column type %s", v, t))
+}
