@@ -9,19 +9,16 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/flight"
-	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/setats/setats/internal/flighttest"
 	"github.com/setats/setats/proto/setatspb"
 )
 
 // benchGateway starts a gateway for a benchmark (no checked allocator: the numbers are the
 // point) with a table default.b (id INT, v STRING) of the given bucket count.
-func benchGateway(b *testing.B, buckets int32) (flight.Client, context.Context) {
+func benchGateway(b *testing.B, buckets int32) (*flighttest.Client, context.Context) {
 	s, err := NewServer(Options{FlightAddr: "127.0.0.1:0", AdminAddr: "127.0.0.1:0", NATSListen: "127.0.0.1:-1",
 		Warehouse: b.TempDir(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
@@ -31,19 +28,14 @@ func benchGateway(b *testing.B, buckets int32) (flight.Client, context.Context) 
 		b.Fatal(err)
 	}
 	b.Cleanup(s.Shutdown)
-	c, err := flight.NewClientWithMiddleware(s.FlightAddr(), nil, nil, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	c, err := flighttest.Dial(s.FlightAddr())
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = c.Close() })
 	ctx := context.Background()
-	body, _ := proto.Marshal(&setatspb.CreateTableRequest{Spec: &setatspb.TableSpec{Table: "b", Columns: idV,
-		PrimaryKey: []string{"id"}, BucketCount: buckets}})
-	st, err := c.DoAction(ctx, &flight.Action{Type: ActionCreateTable, Body: body})
-	if err == nil {
-		_, err = st.Recv()
-	}
-	if err != nil {
+	if _, err := c.CreateTable(ctx, &setatspb.TableSpec{Table: "b", Columns: idV,
+		PrimaryKey: []string{"id"}, BucketCount: buckets}); err != nil {
 		b.Fatal(err)
 	}
 	return c, ctx
@@ -66,31 +58,28 @@ func benchBatch(mem memory.Allocator, from, n int) arrow.RecordBatch {
 func BenchmarkDoPut(b *testing.B) {
 	c, ctx := benchGateway(b, 4)
 	mem := memory.NewGoAllocator()
-	stream, err := c.DoPut(ctx)
+	const rows = 1000
+	first := benchBatch(mem, 0, rows)
+	ps, err := c.OpenPut(ctx, "", "b", first.Schema())
+	first.Release()
 	if err != nil {
 		b.Fatal(err)
 	}
-	cmd, _ := proto.Marshal(&setatspb.WriteCommand{Table: "b"})
-	const rows = 1000
-	first := benchBatch(mem, 0, rows)
-	w := flight.NewRecordWriter(stream, ipc.WithSchema(first.Schema()))
-	w.SetFlightDescriptor(&flight.FlightDescriptor{Type: flight.DescriptorCMD, Cmd: cmd})
-	first.Release()
+	defer ps.Abort()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		rec := benchBatch(mem, i*rows, rows)
-		if err := w.Write(rec); err != nil {
+		if err := ps.Send(rec); err != nil {
 			b.Fatal(err)
 		}
 		rec.Release()
-		if _, err := stream.Recv(); err != nil {
-			b.Fatal(err)
+		if _, ok := <-ps.Acks; !ok {
+			b.Fatal(ps.Err())
 		}
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(b.N*rows)/b.Elapsed().Seconds(), "rows/s")
-	_ = w.Close()
-	_ = stream.CloseSend()
+	_ = ps.CloseSend()
 }
 
 // BenchmarkFollowLatency measures the time from sending a one-row write until a following DoGet
@@ -99,29 +88,20 @@ func BenchmarkFollowLatency(b *testing.B) {
 	c, ctx := benchGateway(b, 1)
 	mem := memory.NewGoAllocator()
 	tk, _ := proto.Marshal(&setatspb.ChangelogTicket{Table: "b", Follow: true})
-	get, err := c.DoGet(ctx, &flight.Ticket{Ticket: tk})
-	if err != nil {
-		b.Fatal(err)
-	}
-	rdr, err := flight.NewRecordReader(get)
+	rdr, err := c.OpenGet(ctx, tk)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer rdr.Release()
-	put, err := c.DoPut(ctx)
+	first := benchBatch(mem, 0, 1)
+	ps, err := c.OpenPut(ctx, "", "b", first.Schema())
+	first.Release()
 	if err != nil {
 		b.Fatal(err)
 	}
-	cmd, _ := proto.Marshal(&setatspb.WriteCommand{Table: "b"})
-	first := benchBatch(mem, 0, 1)
-	w := flight.NewRecordWriter(put, ipc.WithSchema(first.Schema()))
-	w.SetFlightDescriptor(&flight.FlightDescriptor{Type: flight.DescriptorCMD, Cmd: cmd})
-	first.Release()
+	defer ps.Abort()
 	go func() { // drain acks
-		for {
-			if _, err := put.Recv(); err != nil {
-				return
-			}
+		for range ps.Acks {
 		}
 	}()
 	var total time.Duration
@@ -129,7 +109,7 @@ func BenchmarkFollowLatency(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		rec := benchBatch(mem, i, 1)
 		begin := time.Now()
-		if err := w.Write(rec); err != nil {
+		if err := ps.Send(rec); err != nil {
 			b.Fatal(err)
 		}
 		rec.Release()
@@ -143,6 +123,5 @@ func BenchmarkFollowLatency(b *testing.B) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(total.Microseconds())/float64(b.N), "µs/row-visible")
-	_ = w.Close()
-	_ = put.CloseSend()
+	_ = ps.CloseSend()
 }

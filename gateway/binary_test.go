@@ -17,9 +17,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/nats-io/nats.go"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/setats/setats/internal/flighttest"
 	"github.com/setats/setats/proto/setatspb"
 )
 
@@ -98,14 +97,14 @@ func startBinary(t *testing.T, env []string, args ...string) *gatewayProcess {
 // client connects a Flight client to the process.
 func (p *gatewayProcess) client(t *testing.T) *testGateway {
 	t.Helper()
-	c, err := flight.NewClientWithMiddleware(p.ready.FlightAddr, nil, nil, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	c, err := flighttest.Dial(p.ready.FlightAddr, flighttest.WithAllocator(mem))
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	t.Cleanup(func() { cancel(); _ = c.Close(); mem.AssertSize(t, 0) })
-	return &testGateway{t: t, client: c, mem: mem, ctx: ctx}
+	return &testGateway{t: t, fc: c, client: c.FC, mem: mem, ctx: ctx}
 }
 
 // terminate sends SIGTERM and returns the exit code.

@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -14,16 +13,14 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/flight"
-	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/setats/setats/internal/flighttest"
 	"github.com/setats/setats/proto/setatspb"
 )
 
@@ -42,7 +39,8 @@ func (c *fakeClock) set(ms int64) { c.ms.Store(ms) }
 type testGateway struct {
 	t      *testing.T
 	s      *Server
-	client flight.Client
+	fc     *flighttest.Client // the shared test client (internal/flighttest)
+	client flight.Client      // fc.FC, for tests of the protocol itself
 	mem    *memory.CheckedAllocator
 	ctx    context.Context
 }
@@ -74,18 +72,16 @@ func startGateway(t *testing.T, mut func(*Options)) *testGateway {
 	if err := s.Start(); err != nil {
 		t.Fatal(err)
 	}
-	client, err := flight.NewClientWithMiddleware(s.FlightAddr(), nil, nil,
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(256<<20), grpc.MaxCallSendMsgSize(256<<20)))
+	fc, err := flighttest.Dial(s.FlightAddr(), flighttest.WithAllocator(mem))
 	if err != nil {
 		s.Shutdown()
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
-	g := &testGateway{t: t, s: s, client: client, mem: mem, ctx: ctx}
+	g := &testGateway{t: t, s: s, fc: fc, client: fc.FC, mem: mem, ctx: ctx}
 	t.Cleanup(func() {
 		cancel()
-		_ = client.Close()
+		_ = fc.Close()
 		s.Shutdown()
 		mem.AssertSize(t, 0)
 	})
@@ -119,21 +115,14 @@ func (g *testGateway) action(typ string, req, res proto.Message) error {
 
 // rawAction runs an action and hands the body of its single result to fn.
 func (g *testGateway) rawAction(typ string, body []byte, fn func([]byte) error) error {
-	stream, err := g.client.DoAction(g.ctx, &flight.Action{Type: typ, Body: body})
+	res, err := g.fc.RawAction(g.ctx, typ, body)
 	if err != nil {
 		return err
 	}
-	r, err := stream.Recv()
-	if err != nil {
-		return err
+	if len(res) != 1 {
+		return fmt.Errorf("action %s: want one result, then EOF; got %d results", typ, len(res))
 	}
-	if err := fn(r.GetBody()); err != nil {
-		return err
-	}
-	if _, err := stream.Recv(); !errors.Is(err, io.EOF) {
-		return fmt.Errorf("action %s: want one result, then EOF; got %v", typ, err)
-	}
-	return nil
+	return fn(res[0])
 }
 
 // mustAction is action that fails the test on error.
@@ -170,57 +159,17 @@ func writeCmd(t *testing.T, cmd *setatspb.WriteCommand) *flight.FlightDescriptor
 
 // put sends record batches in one DoPut and returns the decoded acks (or the call's error).
 func (g *testGateway) put(desc *flight.FlightDescriptor, recs ...arrow.RecordBatch) ([]*setatspb.WriteAck, error) {
-	stream, err := g.client.DoPut(g.ctx)
-	if err != nil {
-		return nil, err
-	}
-	w := flight.NewRecordWriter(stream, ipc.WithSchema(recs[0].Schema()), ipc.WithAllocator(g.mem))
-	w.SetFlightDescriptor(desc)
-	var sendErr error
-	for _, rec := range recs {
-		if sendErr = w.Write(rec); sendErr != nil {
-			break
-		}
-	}
-	_ = w.Close()
-	_ = stream.CloseSend()
-	var acks []*setatspb.WriteAck
-	for {
-		r, err := stream.Recv()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return acks, err
-		}
-		ack := &setatspb.WriteAck{}
-		if err := proto.Unmarshal(r.GetAppMetadata(), ack); err != nil {
-			return acks, err
-		}
-		acks = append(acks, ack)
-	}
-	if sendErr != nil && !errors.Is(sendErr, io.EOF) {
-		return acks, sendErr
-	}
-	return acks, nil
+	return g.fc.PutRecords(g.ctx, desc, recs...)
 }
 
 // readStream reads a DoGet stream to its end and prints its rows.
 func (g *testGateway) readStream(tkt []byte) ([]string, error) {
-	stream, err := g.client.DoGet(g.ctx, &flight.Ticket{Ticket: tkt})
-	if err != nil {
-		return nil, err
-	}
-	rdr, err := flight.NewRecordReader(stream, ipc.WithAllocator(g.mem))
-	if err != nil {
-		return nil, err
-	}
-	defer rdr.Release()
 	var out []string
-	for rdr.Next() {
-		out = append(out, printChangelog(rdr.RecordBatch())...)
-	}
-	return out, rdr.Err()
+	err := g.fc.DoGetTicket(g.ctx, tkt, func(_ *arrow.Schema, rec arrow.RecordBatch) error {
+		out = append(out, printChangelog(rec)...)
+		return nil
+	})
+	return out, err
 }
 
 // ticket encodes a ChangelogTicket in binary.

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/setats/setats/internal/flighttest"
 	"github.com/setats/setats/proto/setatspb"
 )
 
@@ -30,6 +31,24 @@ func TestQuickstart(t *testing.T) {
 	want := "table shop.orders has 2 buckets\nacked 3 rows\n+I [1 ann]\n+I [3 cy]\n+I [2 bob]\n"
 	if got := out.String(); !sameLines(got, want) {
 		t.Fatalf("quickstart printed:\n%s\nwant (any order):\n%s", got, want)
+	}
+	// What the quickstart printed is what the store holds, read with the shared test client.
+	buckets, err := g.fc.ListBuckets(g.ctx, "shop", "orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []string
+	for _, b := range buckets {
+		cl, err := g.fc.ReadChangelog(g.ctx, "shop", "orders", b.GetPartition(), b.GetBucket())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range cl.Rows {
+			rows = append(rows, flighttest.KindString(r.Kind)+flighttest.FormatValues(r.Values))
+		}
+	}
+	if got, want := strings.Join(rows, "\n"), "+I(1,'ann')\n+I(3,'cy')\n+I(2,'bob')"; !sameLines(got, want) {
+		t.Fatalf("changelog holds:\n%s\nwant (any order):\n%s", got, want)
 	}
 }
 

@@ -1,12 +1,18 @@
-// Package gatewaytest holds end-to-end tests of the `setats` gateway binary, driven only through the
-// wire contract (proto/setats.proto, proto/README.md) with the arrow-go Flight client: a
-// model-based randomized test with restarts, a SIGKILL crash test, and the ingest/read/latency/RSS
-// benchmarks (SPEC sections 4, 6, 7; issue 2).
+// Package flighttest is the one Go Flight client of Setats' tests: the gateway's in-process
+// tests and benchmarks (gateway/*_test.go), the end-to-end tests of the built binary and the load
+// generator (e2e/gatewaytest, e2e/cmd/setats-loadgen). It speaks only the wire contract
+// (proto/setats.proto, proto/README.md) with the arrow-go Flight client:
 //
-// The non-test files hold what the tests and the load generator (e2e/cmd/setats-loadgen) share: a
-// small Flight client (Client), a process handle for the built binary (Gateway) and the benchmark
-// driver (RunBench).
-package gatewaytest
+//   - actions: Action (binary protobuf request and result), RawAction (any body, every result),
+//     CreateTable, GetTable, ListBuckets;
+//   - writes: OpenPut / OpenPutDescriptor give a PutStream (Send batches, WriteAcks on Acks in
+//     order); Put and PutRecords write batches on one DoPut and return the acks;
+//   - changelog reads: OpenGet (a record reader over one DoGet), DoGet / DoGetTicket (a callback
+//     per record batch), ReadChangelog (a bounded read of one bucket decoded into ChangeRows).
+//
+// Arrow memory for IPC comes from the allocator given with WithAllocator (tests pass a
+// memory.CheckedAllocator and assert zero bytes at the end), else from a Go allocator.
+package flighttest
 
 import (
 	"context"
@@ -75,28 +81,64 @@ func ArrowType(flinkType string) (arrow.DataType, error) {
 	case "STRING":
 		return arrow.BinaryTypes.String, nil
 	}
-	return nil, fmt.Errorf("gatewaytest: unsupported column type %q", flinkType)
+	return nil, fmt.Errorf("flighttest: unsupported column type %q", flinkType)
 }
 
-// Client is a minimal Flight client for one gateway.
+// Client is a Flight client for one gateway. FC is the underlying arrow-go client, for tests
+// of the protocol itself (malformed streams, raw descriptors).
 type Client struct {
 	FC    flight.Client
 	alloc memory.Allocator
 }
 
-// Dial connects to a gateway's Flight address ("host:port").
-func Dial(addr string) (*Client, error) {
+// Option configures Dial.
+type Option func(*Client)
+
+// WithAllocator makes the client take the Arrow memory of its IPC readers and writers from mem.
+func WithAllocator(mem memory.Allocator) Option { return func(c *Client) { c.alloc = mem } }
+
+// Dial connects to a gateway's Flight address ("host:port") without TLS, with 256 MiB message
+// limits both ways.
+func Dial(addr string, opts ...Option) (*Client, error) {
 	fc, err := flight.NewClientWithMiddleware(addr, nil, nil,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxGRPCBytes), grpc.MaxCallSendMsgSize(maxGRPCBytes)))
 	if err != nil {
 		return nil, err
 	}
-	return &Client{FC: fc, alloc: memory.NewGoAllocator()}, nil
+	c := &Client{FC: fc, alloc: memory.NewGoAllocator()}
+	for _, o := range opts {
+		o(c)
+	}
+	return c, nil
 }
 
 // Close closes the connection.
 func (c *Client) Close() error { return c.FC.Close() }
+
+// Allocator returns the allocator of the client's IPC readers and writers.
+func (c *Client) Allocator() memory.Allocator { return c.alloc }
+
+// RawAction runs DoAction typ with body and returns the bodies of all its results, in order.
+func (c *Client) RawAction(ctx context.Context, typ string, body []byte) ([][]byte, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	st, err := c.FC.DoAction(ctx, &flight.Action{Type: typ, Body: body})
+	if err != nil {
+		return nil, err
+	}
+	var out [][]byte
+	for {
+		r, err := st.Recv()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return out, err
+		}
+		out = append(out, r.GetBody())
+	}
+}
 
 // Action runs DoAction typ with a binary protobuf body and decodes the first result into resp
 // (resp may be nil). Further results are drained.
@@ -108,31 +150,20 @@ func (c *Client) Action(ctx context.Context, typ string, req, resp proto.Message
 			return err
 		}
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	st, err := c.FC.DoAction(ctx, &flight.Action{Type: typ, Body: body})
+	res, err := c.RawAction(ctx, typ, body)
 	if err != nil {
 		return err
 	}
-	first := true
-	for {
-		r, err := st.Recv()
-		if errors.Is(err, io.EOF) {
-			if first && resp != nil {
-				return fmt.Errorf("action %s: no result", typ)
-			}
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if first && resp != nil {
-			if err := proto.Unmarshal(r.Body, resp); err != nil {
-				return fmt.Errorf("action %s: decode result: %w", typ, err)
-			}
-		}
-		first = false
+	if resp == nil {
+		return nil
 	}
+	if len(res) == 0 {
+		return fmt.Errorf("action %s: no result", typ)
+	}
+	if err := proto.Unmarshal(res[0], resp); err != nil {
+		return fmt.Errorf("action %s: decode result: %w", typ, err)
+	}
+	return nil
 }
 
 // CreateTable runs the create-table action (creating the database too) and returns the TableInfo.
@@ -158,18 +189,20 @@ func (c *Client) ListBuckets(ctx context.Context, db, table string) ([]*setatspb
 	return resp.GetBuckets(), nil
 }
 
-// DoGet runs DoGet with the ticket and calls fn for every record batch (valid only during the
-// call) with the stream's schema. It returns when the stream ends, fn fails or ctx ends.
-func (c *Client) DoGet(ctx context.Context, t *setatspb.ChangelogTicket, fn func(*arrow.Schema, arrow.RecordBatch) error) error {
-	b, err := proto.Marshal(t)
+// OpenGet runs DoGet with a ticket (normally a binary ChangelogTicket) and returns a reader of
+// its record batches; the caller releases it. A batch is valid until the next call to Next.
+func (c *Client) OpenGet(ctx context.Context, ticket []byte) (*flight.Reader, error) {
+	st, err := c.FC.DoGet(ctx, &flight.Ticket{Ticket: ticket})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	st, err := c.FC.DoGet(ctx, &flight.Ticket{Ticket: b})
-	if err != nil {
-		return err
-	}
-	rd, err := flight.NewRecordReader(st, ipc.WithAllocator(c.alloc))
+	return flight.NewRecordReader(st, ipc.WithAllocator(c.alloc))
+}
+
+// DoGetTicket runs DoGet with a raw ticket and calls fn for every record batch (valid only during
+// the call) with the stream's schema. It returns when the stream ends, fn fails or ctx ends.
+func (c *Client) DoGetTicket(ctx context.Context, ticket []byte, fn func(*arrow.Schema, arrow.RecordBatch) error) error {
+	rd, err := c.OpenGet(ctx, ticket)
 	if err != nil {
 		return err
 	}
@@ -183,6 +216,15 @@ func (c *Client) DoGet(ctx context.Context, t *setatspb.ChangelogTicket, fn func
 		return err
 	}
 	return nil
+}
+
+// DoGet is DoGetTicket with a ChangelogTicket.
+func (c *Client) DoGet(ctx context.Context, t *setatspb.ChangelogTicket, fn func(*arrow.Schema, arrow.RecordBatch) error) error {
+	b, err := proto.Marshal(t)
+	if err != nil {
+		return err
+	}
+	return c.DoGetTicket(ctx, b, fn)
 }
 
 // ChangeRow is one changelog row as read by DoGet. Values are in table column order: int32 (INT),
@@ -414,6 +456,12 @@ func (c *Client) OpenPut(ctx context.Context, db, table string, schema *arrow.Sc
 	if err != nil {
 		return nil, err
 	}
+	return c.OpenPutDescriptor(ctx, &flight.FlightDescriptor{Type: flight.DescriptorCMD, Cmd: cmd}, schema)
+}
+
+// OpenPutDescriptor opens a DoPut with any descriptor (tests of malformed commands) whose batches
+// have the schema.
+func (c *Client) OpenPutDescriptor(ctx context.Context, desc *flight.FlightDescriptor, schema *arrow.Schema) (*PutStream, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	st, err := c.FC.DoPut(ctx)
 	if err != nil {
@@ -421,10 +469,45 @@ func (c *Client) OpenPut(ctx context.Context, db, table string, schema *arrow.Sc
 		return nil, err
 	}
 	w := flight.NewRecordWriter(st, ipc.WithSchema(schema), ipc.WithAllocator(c.alloc))
-	w.SetFlightDescriptor(&flight.FlightDescriptor{Type: flight.DescriptorCMD, Cmd: cmd})
+	w.SetFlightDescriptor(desc)
 	ps := &PutStream{stream: st, w: w, cancel: cancel, Acks: make(chan *setatspb.WriteAck, 1<<16), done: make(chan struct{})}
 	go ps.recvLoop()
 	return ps, nil
+}
+
+// PutRecords sends recs (at least one, all of one schema) on one DoPut with descriptor desc,
+// ends the client side and returns the WriteAcks received until the server ended the call,
+// with the call's error (a failed send is reported unless the server's error explains it).
+func (c *Client) PutRecords(ctx context.Context, desc *flight.FlightDescriptor, recs ...arrow.RecordBatch) ([]*setatspb.WriteAck, error) {
+	ps, err := c.OpenPutDescriptor(ctx, desc, recs[0].Schema())
+	if err != nil {
+		return nil, err
+	}
+	defer ps.Abort()
+	var acks []*setatspb.WriteAck
+	collected := make(chan struct{})
+	go func() {
+		defer close(collected)
+		for a := range ps.Acks {
+			acks = append(acks, a)
+		}
+	}()
+	var sendErr error
+	for _, rec := range recs {
+		if sendErr = ps.Send(rec); sendErr != nil {
+			break
+		}
+	}
+	_ = ps.CloseSend()
+	err = ps.Wait()
+	<-collected
+	if err != nil {
+		return acks, err
+	}
+	if sendErr != nil && !errors.Is(sendErr, io.EOF) {
+		return acks, sendErr
+	}
+	return acks, nil
 }
 
 func (ps *PutStream) recvLoop() {
