@@ -173,7 +173,7 @@ func TestBadInput(t *testing.T) {
 			}
 			binary.LittleEndian.PutUint32(body[i+4:], 5) // [0, 5, 3]
 			return msgs
-		}, code: codes.InvalidArgument, culprits: []string{"default.bad", `"v"`, "malformed Arrow array"}},
+		}, code: codes.InvalidArgument, culprits: []string{"default.bad", `"v"`, "offset 5 of value 1 is decreasing"}},
 		{name: "bad WriteCommand", raw: func() []*flight.FlightData {
 			rec := intStrRecord(g.mem, nil, []int32{10}, []string{"a"})
 			defer rec.Release()

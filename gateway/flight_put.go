@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
@@ -10,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/setats/setats/catalog"
+	"github.com/setats/setats/gateway/ipcguard"
 	"github.com/setats/setats/gateway/row"
 	"github.com/setats/setats/gateway/store"
 	"github.com/setats/setats/proto/setatspb"
@@ -32,9 +34,12 @@ import (
 // and sends its PutResult. At most putPipelineDepth batches are applied and not yet acknowledged.
 func (f *flightService) DoPut(stream flight.FlightService_DoPutServer) error {
 	s := f.s
-	rdr, err := flight.NewRecordReader(stream, ipc.WithAllocator(s.mem))
+	// Every message goes through the IPC guard before arrow-go decodes it (ipcguard.Reader says
+	// which upstream behaviour it covers): a forged schema or batch is refused before anything
+	// is allocated from it.
+	rdr, err := flight.NewRecordReader(ipcguard.NewReader(stream, s.ipcLimits()), ipc.WithAllocator(s.mem))
 	if err != nil {
-		return statusOr(err, codes.InvalidArgument, "DoPut: read the Arrow IPC schema message")
+		return ipcStatus(err, "DoPut: read the Arrow IPC schema message")
 	}
 	enc, tbl, err := s.resolveWrite(rdr.LatestFlightDescriptor())
 	if err != nil {
@@ -74,7 +79,7 @@ apply:
 		}
 		if d.err != nil {
 			if d.malformed {
-				failure = batchError(statusOr(d.err, codes.InvalidArgument, "table %s: malformed Arrow IPC", label), codes.InvalidArgument, label, seq)
+				failure = batchError(ipcStatus(d.err, "table %s: malformed Arrow IPC", label), codes.InvalidArgument, label, seq)
 			} else {
 				failure = batchError(d.err, codes.InvalidArgument, label, seq)
 			}
@@ -106,6 +111,21 @@ apply:
 		return err
 	}
 	return failure
+}
+
+// ipcLimits are the bounds of ipcguard for client IPC streams: the defaults of ipcguard, and a
+// record batch body of at most --max-message-bytes (also once decompressed).
+func (s *Server) ipcLimits() ipcguard.Limits {
+	return ipcguard.Limits{MaxBodyBytes: int64(s.opts.MaxMessageBytes)}
+}
+
+// ipcStatus maps an error of a guarded IPC reader: a message the guard refused is InvalidArgument
+// with the guard's reason after the formatted prefix; anything else as statusOr does.
+func ipcStatus(err error, format string, args ...any) error {
+	if e, ok := ipcguard.AsError(err); ok {
+		return status.Errorf(codes.InvalidArgument, "%s: %s", fmt.Sprintf(format, args...), e.Error())
+	}
+	return statusOr(err, codes.InvalidArgument, format, args...)
 }
 
 // putPipelineDepth bounds the batches of one DoPut stream that are applied but not yet
