@@ -37,7 +37,7 @@ func schemaMessage(claimed int) []byte {
 	b.StartObject(4) // Schema {endianness, fields, custom_metadata, features}
 	b.PrependUOffsetTSlot(1, fields, 0)
 	schema := b.EndObject()
-	b.StartObject(5) // Message {version, header_type, header, bodyLength, custom_metadata}
+	b.StartObject(5)            // Message {version, header_type, header, bodyLength, custom_metadata}
 	b.PrependInt16Slot(0, 4, 0) // V5
 	b.PrependByteSlot(1, 1, 0)  // MessageHeader.Schema
 	b.PrependUOffsetTSlot(2, schema, 0)

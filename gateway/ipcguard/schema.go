@@ -70,10 +70,10 @@ const (
 type layout uint8
 
 const (
-	layoutFixed    layout = iota // validity + values of width bytes
-	layoutBits                   // validity + bit-packed values (Bool)
-	layoutOffsets32              // validity + int32 offsets + data (Binary, Utf8)
-	layoutOffsets64              // validity + int64 offsets + data (LargeBinary, LargeUtf8)
+	layoutFixed     layout = iota // validity + values of width bytes
+	layoutBits                    // validity + bit-packed values (Bool)
+	layoutOffsets32               // validity + int32 offsets + data (Binary, Utf8)
+	layoutOffsets64               // validity + int64 offsets + data (LargeBinary, LargeUtf8)
 )
 
 // field is a checked top-level field of the schema: one node and the buffers of its layout.
