@@ -7,19 +7,29 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// readiness is the body of /readyz: one field per dependency the gateway needs to serve.
+// readiness is the body of /readyz. Ready = FlightServing and CatalogOpen and no FailedTables;
+// NATSConnected is reported, not required (a NATS outage only delays notifications, SPEC
+// section 1).
 type readiness struct {
-	Ready         bool   `json:"ready"`
-	FlightServing bool   `json:"flight_serving"`
-	CatalogOpen   bool   `json:"catalog_open"`
-	NATSConnected bool   `json:"nats_connected"`
-	Warehouse     string `json:"warehouse,omitempty"`
+	Ready         bool          `json:"ready"`
+	FlightServing bool          `json:"flight_serving"`
+	CatalogOpen   bool          `json:"catalog_open"`
+	NATSConnected bool          `json:"nats_connected"`
+	FailedTables  []failedTable `json:"failed_tables"`
+	Warehouse     string        `json:"warehouse,omitempty"`
+}
+
+// failedTable names a table whose store failed and why.
+type failedTable struct {
+	Table string `json:"table"` // "db.table"
+	Error string `json:"error"` // the failure, at most 512 bytes
 }
 
 // adminHandler serves the admin HTTP endpoints (SPEC section 1):
 //   - GET /healthz: 200 "ok" while the process is up.
-//   - GET /readyz: 200 when Flight is serving, the catalog is open and NATS is connected, else
-//     503; the JSON body names each of the three.
+//   - GET /readyz: 200 when Flight is serving, the catalog is open and no table has failed, else
+//     503; the JSON body reports each, the failed tables with their errors, and whether NATS is
+//     connected (which does not make it 503).
 //   - GET /metrics: Prometheus text format, series prefixed setats_.
 func (s *Server) adminHandler() http.Handler {
 	mux := http.NewServeMux()
@@ -49,6 +59,10 @@ func (s *Server) readiness() readiness {
 	if s.cat != nil {
 		r.Warehouse = s.cat.Warehouse()
 	}
-	r.Ready = r.FlightServing && r.CatalogOpen && r.NATSConnected
+	r.FailedTables = []failedTable{}
+	if s.tables != nil {
+		r.FailedTables = s.tables.failedTables()
+	}
+	r.Ready = r.FlightServing && r.CatalogOpen && len(r.FailedTables) == 0
 	return r
 }

@@ -15,8 +15,11 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/nats-io/nats.go"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/setats/setats/internal/flighttest"
 	"github.com/setats/setats/proto/setatspb"
@@ -113,10 +116,16 @@ func (p *gatewayProcess) terminate(t *testing.T) int {
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
+	return p.wait(t)
+}
+
+// wait waits (at most testTimeout) for the process to exit and returns its exit code.
+func (p *gatewayProcess) wait(t *testing.T) int {
+	t.Helper()
 	select {
 	case <-p.exited:
 	case <-time.After(testTimeout):
-		t.Fatal("setats did not exit after SIGTERM")
+		t.Fatal("setats did not exit")
 	}
 	var ee *exec.ExitError
 	if errors.As(p.err, &ee) {
@@ -318,5 +327,41 @@ func TestBinaryCommands(t *testing.T) {
 		if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), tc.want) {
 			t.Errorf("setats %v (%s): %v\n%s", tc.args, tc.env, err, out)
 		}
+	}
+}
+
+// TestBinarySIGTERMIdlePut: an open DoPut stream that waits for its next batch does not hold up
+// SIGTERM for the drain timeout: the stream ends at once with Unavailable (after the
+// acknowledgement of its batch) and the process exits 0 well before --shutdown-timeout (10 min
+// here; before, it waited all of it).
+func TestBinarySIGTERMIdlePut(t *testing.T) {
+	p := startBinary(t, nil, "--warehouse", t.TempDir(), "--shutdown-timeout", "10m")
+	g := p.client(t)
+	g.createTable("default", "idle", 1, idV, []string{"id"}, nil)
+	stream, err := g.client.DoPut(g.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := intStrRecord(g.mem, nil, []int32{1}, []string{"x"})
+	w := flight.NewRecordWriter(stream, ipc.WithSchema(rec.Schema()), ipc.WithAllocator(g.mem))
+	w.SetFlightDescriptor(writeCmd(t, &setatspb.WriteCommand{Table: "idle"}))
+	err = w.Write(rec)
+	rec.Release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if _, err := stream.Recv(); err != nil { // the batch's acknowledgement; the stream is now idle
+		t.Fatal(err)
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	_, err = stream.Recv()
+	if status.Code(err) != codes.Unavailable {
+		t.Fatalf("idle DoPut at SIGTERM ended with %v, want Unavailable", err)
+	}
+	if code := p.wait(t); code != 0 { // waits at most testTimeout (1 min), far below 10 min
+		t.Fatalf("exit code %d after SIGTERM\n%s", code, p.stderr)
 	}
 }

@@ -32,6 +32,11 @@ import (
 // the next batch, DoPut applies batches one after the other (a batch's lookups see the batches
 // before it even while their fsync runs), and sendAcks waits for each batch's fsync in order
 // and sends its PutResult. At most putPipelineDepth batches are applied and not yet acknowledged.
+//
+// Metrics and notifications of a batch come from the store's commit hook (Server.committed), so
+// a batch that became durable is announced even when its client left before the acknowledgement.
+// On shutdown a stream waiting for its next batch ends at once with Unavailable, after the
+// acknowledgements of the batches it applied (the sink reconnects and resends the rest).
 func (f *flightService) DoPut(stream flight.FlightService_DoPutServer) error {
 	s := f.s
 	// Every message goes through the IPC guard before arrow-go decodes it (ipcguard.Reader says
@@ -73,6 +78,16 @@ apply:
 		case d, ok = <-in:
 		case <-ackFailed:
 			break apply
+		case <-s.quit:
+			// Shutting down: a stream waiting for its next batch ends at once (the batches
+			// applied so far are still acknowledged, below); only a batch already received goes on.
+			select {
+			case d, ok = <-in:
+			default:
+				failure = status.Errorf(codes.Unavailable,
+					"table %s: gateway is shutting down; batches from batch_seq %d on were not applied, resend them to another gateway or after the restart", label, seq)
+				break apply
+			}
 		}
 		if !ok {
 			break
@@ -97,6 +112,11 @@ apply:
 				failure = s.putFailed(label, seq, batchError(err, codes.Internal, label, seq))
 				break
 			}
+			s.metrics.pendingWrites.Inc()
+			go func(p *store.Pending) {
+				<-p.Done()
+				s.metrics.pendingWrites.Dec()
+			}(a.p)
 		}
 		select {
 		case applied <- a:
@@ -201,7 +221,7 @@ func (s *Server) sendAcks(stream flight.FlightService_DoPutServer, enc encoding,
 			for _, bo := range c.Buckets {
 				ack.Buckets = append(ack.Buckets, bucketOffsetsPB(bo))
 			}
-			s.committed(ot, c, time.Since(a.begin))
+			s.metrics.writeLatency.WithLabelValues(ot.label).Observe(time.Since(a.begin).Seconds())
 		}
 		payload, err := encodeMsg(enc, ack)
 		if err != nil {
@@ -228,13 +248,14 @@ func (s *Server) putFailed(label string, seq int64, err error) error {
 	return err
 }
 
-// committed records a durable commit: metrics, then NATS notifications (NEW_BUCKET for each bucket
-// that received its first row, NEW_DATA for each bucket the commit touched).
-func (s *Server) committed(ot *openTable, c store.Commit, latency time.Duration) {
-	t := ot.tbl
-	s.metrics.observeWrite(ot.label, c.Rows, c.ChangelogKinds, latency)
+// committed records a durable commit of table t (metrics label label): metrics, then NATS
+// notifications (NEW_BUCKET for each bucket that received its first row, NEW_DATA for each bucket
+// the commit touched). It is the store's commit hook (store.Options.OnCommit), so it runs for
+// every durable batch, also when the client that wrote it is gone.
+func (s *Server) committed(t *catalog.Table, label string, c store.Commit) {
+	s.metrics.observeWrite(label, c.Rows, c.ChangelogKinds)
 	for _, bo := range c.Buckets {
-		s.metrics.setBucketOffsets(ot.label, bo.Partition, bo.Bucket, bo.StartOffset, bo.EndOffset)
+		s.metrics.setBucketOffsets(label, bo.Partition, bo.Bucket, bo.StartOffset, bo.EndOffset)
 	}
 	for _, id := range c.NewBuckets {
 		s.nats.publish(&setatspb.Notification{

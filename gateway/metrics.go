@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"strconv"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -29,6 +28,8 @@ type metrics struct {
 	natsPublished  prometheus.Counter
 	natsPubErrors  prometheus.Counter
 	natsReconnects prometheus.Counter
+	failedTables   prometheus.Gauge
+	pendingWrites  prometheus.Gauge
 }
 
 func newMetrics() *metrics {
@@ -56,7 +57,7 @@ func newMetrics() *metrics {
 	}, []string{"table", "code"})
 	m.writeLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "setats_write_latency_seconds",
-		Help:    "Time from a record batch's arrival to its durable commit, in seconds.",
+		Help:    "Time from a record batch's arrival to its acknowledgement (after its durable commit), in seconds.",
 		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
 	}, []string{"table"})
 	m.openStreams = prometheus.NewGauge(prometheus.GaugeOpts{
@@ -95,7 +96,15 @@ func newMetrics() *metrics {
 		Name: "setats_nats_reconnects_total",
 		Help: "Reconnections of the gateway's NATS connection.",
 	})
-	for _, c := range []prometheus.Collector{m.rowsWritten, m.rowsRead, m.changelogRows, m.writeBatches,
+	m.failedTables = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "setats_tables_failed",
+		Help: "Tables whose store failed (storage failure or failed open); /readyz is 503 while it is above 0.",
+	})
+	m.pendingWrites = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "setats_write_batches_pending",
+		Help: "Record batches applied to a store and waiting for their WAL fsync.",
+	})
+	for _, c := range []prometheus.Collector{m.failedTables, m.pendingWrites, m.rowsWritten, m.rowsRead, m.changelogRows, m.writeBatches,
 		m.writeErrors, m.writeLatency, m.openStreams, m.watchStreams, m.openTables, m.endOffset,
 		m.startOffset, m.retentionRows, m.natsPublished, m.natsPubErrors, m.natsReconnects} {
 		f(c)
@@ -105,15 +114,28 @@ func newMetrics() *metrics {
 	return m
 }
 
+// registerNATSConnected adds setats_nats_connected: 1 while connected() holds, else 0.
+func (m *metrics) registerNATSConnected(connected func() bool) {
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "setats_nats_connected",
+		Help: "1 while the gateway's NATS connection is up, else 0 (a NATS outage only delays notifications).",
+	}, func() float64 {
+		if connected() {
+			return 1
+		}
+		return 0
+	}))
+}
+
 // tableLabel is the value of the "table" label.
 func tableLabel(db, table string) string { return db + "." + table }
 
 // rowKindLabels are the values of the "row_kind" label, indexed by RowKind value.
 var rowKindLabels = [4]string{"+I", "-U", "+U", "-D"}
 
-// observeWrite records one applied record batch: rows written, changelog rows written per RowKind
-// (indexed by RowKind value) and the latency to its durable commit.
-func (m *metrics) observeWrite(table string, rows int64, changelogKinds [4]int64, d time.Duration) {
+// observeWrite records one durable record batch: rows written and changelog rows written per
+// RowKind (indexed by RowKind value).
+func (m *metrics) observeWrite(table string, rows int64, changelogKinds [4]int64) {
 	m.rowsWritten.WithLabelValues(table).Add(float64(rows))
 	for k, n := range changelogKinds {
 		if n > 0 {
@@ -121,7 +143,6 @@ func (m *metrics) observeWrite(table string, rows int64, changelogKinds [4]int64
 		}
 	}
 	m.writeBatches.WithLabelValues(table).Inc()
-	m.writeLatency.WithLabelValues(table).Observe(d.Seconds())
 }
 
 func (m *metrics) setBucketOffsets(table, partition string, bucket int32, start, end int64) {

@@ -135,8 +135,9 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 // TestExternalNATS: with --nats-url the gateway publishes to that server; killing the server
-// mid-test fails neither writes nor reads (following streams are fed by the store, not NATS), and
-// once a server is back on the address the gateway reconnects and notifications flow again.
+// mid-test fails neither writes nor reads (following streams are fed by the store, not NATS) nor
+// /readyz (200, the body reports NATS down), and once a server is back on the address the
+// gateway reconnects and notifications flow again.
 func TestExternalNATS(t *testing.T) {
 	ns := runNATS(t, -1)
 	port := ns.Addr().(*net.TCPAddr).Port
@@ -178,7 +179,14 @@ func TestExternalNATS(t *testing.T) {
 
 	ns.Shutdown()
 	ns.WaitForShutdown()
-	waitFor(t, "the gateway to see NATS down", func() bool { code, _ := readyz(t, g.s); return code == http.StatusServiceUnavailable })
+	// A NATS outage only delays notifications: /readyz stays 200 and its body reports NATS down.
+	waitFor(t, "the gateway to see NATS down", func() bool { _, r := readyz(t, g.s); return !r.NATSConnected })
+	if code, r := readyz(t, g.s); code != http.StatusOK || !r.Ready || r.NATSConnected {
+		t.Fatalf("readyz with NATS down: %d %+v, want 200, ready, nats_connected false", code, r)
+	}
+	if v := metricValue(t, g.s, "setats_nats_connected"); v != 0 {
+		t.Fatalf("setats_nats_connected %v with NATS down", v)
+	}
 
 	desc := writeCmd(t, &setatspb.WriteCommand{Table: "ext"})
 	for i := int32(1); i <= 3; i++ {

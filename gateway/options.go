@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
+
 	"github.com/setats/setats/catalog"
 )
 
@@ -83,8 +85,11 @@ type Options struct {
 	// the JSON object {"flight_addr","admin_addr","nats_url","warehouse"} (see ReadyInfo).
 	ReadyFile string
 	// ShutdownTimeout bounds how long Shutdown waits for in-flight calls (writes) to finish before
-	// it cuts the remaining ones. Default 10s. Not a flag.
+	// it cuts the remaining ones. Idle DoPut streams end at once. Default 10s.
 	ShutdownTimeout time.Duration
+	// StoreFS is the filesystem the table stores use; nil is the operating system's. Tests inject
+	// fault-injecting ones (Pebble's vfs/errorfs). Not a flag.
+	StoreFS vfs.FS
 
 	// Logger receives the gateway's logs. Nil builds one from LogLevel and LogFormat on stderr.
 	// Not a flag.
@@ -200,6 +205,7 @@ func (o *Options) RegisterFlags(fs *flag.FlagSet) {
 	fs.Int64Var(&o.BlockCacheBytes, "block-cache-bytes", DefaultBlockCacheBytes, "Pebble block cache size in bytes, shared by all tables (their memtables, up to 64 MiB per written table, count against it)")
 	fs.StringVar(&o.LogLevel, "log-level", DefaultLogLevel, "log level: debug, info, warn, error")
 	fs.StringVar(&o.LogFormat, "log-format", DefaultLogFormat, "log format: text or json")
+	fs.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", DefaultShutdownTimeout, "on SIGTERM, how long batches in flight may take to finish before the remaining calls are cut (Go duration); idle streams end at once")
 	fs.StringVar(&o.ReadyFile, "ready-file", "", "when set, write {flight_addr, admin_addr, nats_url, warehouse} as JSON to this path once serving")
 }
 

@@ -58,6 +58,8 @@ type Server struct {
 	bg           sync.WaitGroup // retention loop and serve goroutines
 	shutdownOnce sync.Once
 	shutdownDone chan struct{}
+	// failed receives the first storage failure of a table (Failed).
+	failed chan error
 }
 
 // NewServer validates opts (after filling defaults, see Options.SetDefaults) and returns a
@@ -84,6 +86,7 @@ func NewServer(opts Options) (*Server, error) {
 		mem:          memory.DefaultAllocator,
 		quit:         make(chan struct{}),
 		shutdownDone: make(chan struct{}),
+		failed:       make(chan error, 1),
 	}, nil
 }
 
@@ -116,6 +119,11 @@ func (s *Server) Start() (err error) {
 
 	if s.nats, err = startNATS(&s.opts, s.log, s.metrics); err != nil {
 		return err
+	}
+	s.metrics.registerNATSConnected(s.nats.connected)
+	if !s.nats.connected() {
+		s.log.Warn("NATS server unreachable at start; serving anyway, notifications are published once it is reachable (/readyz reports nats_connected)",
+			"nats_url", s.nats.url)
 	}
 
 	// A plain grpc.Server (rather than flight.NewServerWithMiddleware) so that Shutdown can bound
@@ -155,6 +163,9 @@ func (s *Server) Start() (err error) {
 	s.serving.Store(true)
 
 	if s.opts.ReadyFile != "" {
+		if r := s.readiness(); !r.Ready {
+			return fmt.Errorf("--ready-file %s: not ready: %+v", s.opts.ReadyFile, r)
+		}
 		if err := writeReadyFile(s.opts.ReadyFile, s.ReadyInfo()); err != nil {
 			return fmt.Errorf("--ready-file %s: %w", s.opts.ReadyFile, err)
 		}
@@ -265,6 +276,23 @@ type ReadyInfo struct {
 // ReadyInfo returns the bound addresses of a started server.
 func (s *Server) ReadyInfo() ReadyInfo {
 	return ReadyInfo{FlightAddr: s.FlightAddr(), AdminAddr: s.AdminAddr(), NATSURL: s.NATSURL(), Warehouse: s.Warehouse()}
+}
+
+// Failed returns a channel that receives the first storage failure of a table (a failed WAL
+// write or fsync, store/failure.go): from then on the table refuses writes and /readyz is 503
+// naming it. The table cannot recover in this process; `setats serve` then shuts down and exits
+// 1 so that a restart recovers it (gateway/README.md, "Storage failures").
+func (s *Server) Failed() <-chan error { return s.failed }
+
+// storageFailed is the store's failure hook (store.Options.OnFailure) of table label.
+func (s *Server) storageFailed(label string, err error) {
+	s.tables.setFailed(label, err)
+	s.log.Error("table storage failed: its writes are refused and /readyz is unready until the gateway restarts",
+		"table", label, "err", err)
+	select {
+	case s.failed <- err:
+	default:
+	}
 }
 
 // Done returns a channel closed once Shutdown has completed.

@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"slices"
+	"strings"
 	"sync"
 
 	"google.golang.org/grpc/codes"
@@ -22,7 +24,8 @@ type openTable struct {
 	mu     sync.RWMutex
 	closed bool
 	// gone is closed when the table's store is closed (drop-table or shutdown).
-	gone chan struct{}
+	gone     chan struct{}
+	goneOnce sync.Once
 }
 
 // use runs fn with the store while holding the table open. A closed table is NotFound (dropped)
@@ -39,15 +42,20 @@ func (ot *openTable) use(s *Server, fn func(st *storeTable) error) error {
 	return fn(ot.st)
 }
 
-// close closes the store once no call uses it. Safe to call twice.
+// close closes the store once no call uses it. Safe to call twice. A store whose storage failed
+// is closed at once: calls blocked in it may never return (store/failure.go).
 func (ot *openTable) close() error {
+	if err := ot.st.Err(); err != nil {
+		ot.goneOnce.Do(func() { close(ot.gone) })
+		return ot.st.Close()
+	}
 	ot.mu.Lock()
 	defer ot.mu.Unlock()
 	if ot.closed {
 		return nil
 	}
 	ot.closed = true
-	close(ot.gone)
+	ot.goneOnce.Do(func() { close(ot.gone) })
 	return ot.st.Close()
 }
 
@@ -62,10 +70,46 @@ type tableRegistry struct {
 	// table up before the drop must not open its store again.
 	dropped map[string]bool
 	done    bool
+	// failed holds, by table label, the tables whose store failed (storage failure, or an open
+	// that failed for another reason than a drop or shutdown), with the error; /readyz is 503
+	// while it is not empty. A failed open is cleared by the next successful open.
+	failed map[string]string
 }
 
 func newTableRegistry(s *Server) *tableRegistry {
-	return &tableRegistry{s: s, byID: map[string]*openTable{}, dropped: map[string]bool{}}
+	return &tableRegistry{s: s, byID: map[string]*openTable{}, dropped: map[string]bool{}, failed: map[string]string{}}
+}
+
+// setFailed records (err != nil) or clears (err == nil) the failure of table label.
+func (r *tableRegistry) setFailed(label string, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err == nil {
+		delete(r.failed, label)
+	} else {
+		r.failed[label] = truncate(err.Error(), 512)
+	}
+	r.s.metrics.failedTables.Set(float64(len(r.failed)))
+}
+
+// failedTables returns the failed tables, sorted by label.
+func (r *tableRegistry) failedTables() []failedTable {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]failedTable, 0, len(r.failed))
+	for label, err := range r.failed {
+		out = append(out, failedTable{Table: label, Error: err})
+	}
+	slices.SortFunc(out, func(a, b failedTable) int { return strings.Compare(a.Table, b.Table) })
+	return out
+}
+
+// truncate cuts s to at most n bytes, marking the cut.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "...(truncated)"
 }
 
 // open returns the open store of tbl, opening it when needed.
@@ -83,9 +127,18 @@ func (r *tableRegistry) open(tbl *catalog.Table) (*openTable, error) {
 	if r.dropped[id] {
 		return nil, status.Errorf(codes.NotFound, "table %s was dropped", label)
 	}
-	st, err := store.Open(tbl, r.s.storeOptions())
+	st, err := store.Open(tbl, r.s.storeOptions(tbl, label))
 	if err != nil {
-		return nil, statusOr(err, codes.Internal, "open store of table %s", label)
+		err = statusOr(err, codes.Internal, "open store of table %s", label)
+		r.failed[label] = truncate(err.Error(), 512)
+		r.s.metrics.failedTables.Set(float64(len(r.failed)))
+		r.s.log.Error("table store did not open; the next call that needs it tries again", "table", label, "err", err)
+		return nil, err
+	}
+	if _, ok := r.failed[label]; ok {
+		delete(r.failed, label)
+		r.s.metrics.failedTables.Set(float64(len(r.failed)))
+		r.s.log.Info("table store opened after an earlier failure", "table", label)
 	}
 	ot := &openTable{tbl: tbl, st: st, label: label, gone: make(chan struct{})}
 	r.byID[id] = ot
@@ -104,6 +157,10 @@ func (r *tableRegistry) remove(id string) (*openTable, error) {
 	ot, ok := r.byID[id]
 	delete(r.byID, id)
 	r.dropped[id] = true
+	if ok {
+		delete(r.failed, ot.label)
+		r.s.metrics.failedTables.Set(float64(len(r.failed)))
+	}
 	r.mu.Unlock()
 	if !ok {
 		return nil, nil
@@ -139,12 +196,18 @@ func (r *tableRegistry) closeAll() {
 // storeTable is the per-table store the gateway drives.
 type storeTable = store.Table
 
-// storeOptions are the options every table store is opened with.
-func (s *Server) storeOptions() store.Options {
+// storeOptions are the options the store of table tbl (metrics label label) is opened with. Its
+// commit hook records every durable commit (metrics, offset gauges, NATS notifications), whether
+// or not the writing client is still there to get the acknowledgement; its failure hook makes
+// the table failed and the gateway exit (Server.Failed).
+func (s *Server) storeOptions(tbl *catalog.Table, label string) store.Options {
 	return store.Options{
 		Clock:              s.opts.Clock,
 		DefaultRetentionMs: s.opts.ChangelogRetention.Milliseconds(),
 		Cache:              s.cache,
 		Logger:             s.log.With("component", "store"),
+		FS:                 s.opts.StoreFS,
+		OnCommit:           func(c store.Commit) { s.committed(tbl, label, c) },
+		OnFailure:          func(err error) { s.storageFailed(label, err) },
 	}
 }

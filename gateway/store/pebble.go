@@ -6,6 +6,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 // DefaultCacheBytes is the Pebble block cache size of a table when Options.CacheBytes is 0:
@@ -64,4 +65,53 @@ func (s slogLogger) Fatalf(format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	s.l.Error(msg, "component", "pebble")
 	panic(msg)
+}
+
+// openPebble opens a Pebble DB, turning a panic of Pebble (its logger's Fatalf, slogLogger)
+// into an error: a failing disk at open fails the open, it does not take the process down.
+func openPebble(dir string, o *pebble.Options) (db *pebble.DB, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			db, err = nil, fmt.Errorf("%v", r)
+		}
+	}()
+	return pebble.Open(dir, o)
+}
+
+// mkdirAllSynced creates dir and its missing parents and fsyncs the parent of every directory it
+// created, so that the directories of a new table survive a crash (Pebble syncs only the
+// directory of its own files).
+func mkdirAllSynced(fs vfs.FS, dir string) error {
+	var missing []string
+	for d := dir; ; {
+		if _, err := fs.Stat(d); err == nil {
+			break
+		}
+		missing = append(missing, d)
+		p := fs.PathDir(d)
+		if p == d {
+			break
+		}
+		d = p
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	if err := fs.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for i := len(missing) - 1; i >= 0; i-- {
+		d, err := fs.OpenDir(fs.PathDir(missing[i]))
+		if err != nil {
+			return err
+		}
+		err = d.Sync()
+		if cerr := d.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -77,8 +77,8 @@ func (p *Pending) Done() <-chan struct{} { return p.done }
 
 // Wait waits until the write is durable (its Pebble batch fsynced, SPEC section 7) and its
 // changelog rows are readable, and returns its Commit. Safe to call more than once and from any
-// goroutine. Errors: codes.Internal when the WAL fsync failed (nothing of the write may be
-// assumed durable).
+// goroutine. Errors: *ErrFailed (codes.Unavailable) when the WAL write or fsync failed: nothing
+// of the write may be assumed durable, and the table refuses writes from then on (failure.go).
 func (p *Pending) Wait() (Commit, error) {
 	<-p.done
 	if p.err != nil {
@@ -95,9 +95,9 @@ func (p *Pending) sync() {
 	_ = p.batch.Close()
 	p.batch = nil
 	if err != nil {
-		// The WAL is broken (Pebble keeps failing later writes): the entries stay unpublished.
-		p.err = t.internal(err)
-		t.log.Error("changelog write not durable: WAL sync failed", "err", err)
+		// The WAL write or its fsync failed: the entries stay unpublished and the table fails
+		// for good (failure.go).
+		p.err = t.fail("WAL write or fsync", err)
 	} else {
 		t.mu.Lock()
 		for _, b := range p.buckets {

@@ -13,7 +13,7 @@ import (
 // newest commit time even when all its rows are gone. Readers of removed offsets get
 // codes.OutOfRange (Read). Errors: codes.Unavailable, codes.Internal.
 func (t *Table) ApplyRetention(nowMs int64) (removed int64, err error) {
-	if err := t.begin(); err != nil {
+	if err := t.beginWrite(); err != nil {
 		return 0, err
 	}
 	defer t.end()
@@ -64,8 +64,8 @@ func (t *Table) retainBucket(b *bucket, cutoffMs int64) (int64, error) {
 	if err := batch.Set(metaKey(b.prefix), nm.encode(), nil); err != nil {
 		return 0, t.internal(err)
 	}
-	if err := batch.Commit(pebble.Sync); err != nil {
-		return 0, t.internal(err)
+	if err := t.pebbleCall("retention commit", func() error { return batch.Commit(pebble.Sync) }); err != nil {
+		return 0, err
 	}
 	t.mu.Lock()
 	// Every queued write is in the WAL before this batch, whose fsync made it durable too.

@@ -5,7 +5,6 @@ import (
 	"cmp"
 	"errors"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/setats/setats/catalog"
 	"github.com/setats/setats/merge"
 	"google.golang.org/grpc/codes"
@@ -48,6 +48,13 @@ type Options struct {
 	// long. Calls for writes whose fsyncs complete together may come in any order: each Commit
 	// carries its own offsets.
 	OnCommit func(c Commit)
+	// OnFailure is called once, from the goroutine that saw it, when the table's storage fails
+	// (a failed WAL write or fsync: failure.go); err is an *ErrFailed naming the table. The
+	// table refuses writes from then on. It must not block long.
+	OnFailure func(err error)
+	// FS is the filesystem of the Pebble DB; nil means the operating system's (vfs.Default).
+	// Tests inject fault-injecting ones. WAL preallocation is turned off on it (failure.go).
+	FS vfs.FS
 }
 
 // BucketID names one bucket of a table: the partition name ("" when unpartitioned,
@@ -108,6 +115,7 @@ type Table struct {
 	bg          sync.WaitGroup // background goroutines (key index build)
 	keysBuilt   chan struct{}  // closed when the key index build ends
 	applySeq    atomic.Uint64  // numbers applied writes in apply order (pending.go)
+	failed      atomic.Pointer[ErrFailed] // the storage failure (failure.go), nil while healthy
 
 	// ops is held shared by every operation and exclusively by Close.
 	ops sync.RWMutex
@@ -184,19 +192,27 @@ func Open(tbl *catalog.Table, opts Options) (*Table, error) {
 		t.cache = pebble.NewCache(size)
 	}
 	dir := filepath.Join(tbl.Location, "data")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	fs := opts.FS
+	if fs == nil {
+		fs = vfs.Default
+	}
+	if err := mkdirAllSynced(fs, dir); err != nil {
 		t.cache.Unref()
 		return nil, status.Errorf(codes.Internal, "table %s: %v", tbl.QualifiedName(), err)
 	}
-	db, err := pebble.Open(dir, pebbleOptions(t.cache, t.log))
+	po := pebbleOptions(t.cache, t.log)
+	po.FS = walFS{fs}
+	db, err := openPebble(dir, po)
 	if err != nil {
 		t.cache.Unref()
 		return nil, status.Errorf(codes.Internal, "table %s: open %s: %v", tbl.QualifiedName(), dir, err)
 	}
 	t.db = db
 	if err := t.load(); err != nil {
-		_ = db.Close()
-		t.cache.Unref()
+		if t.Err() == nil { // a failed DB cannot be closed (failure.go)
+			_ = db.Close()
+			t.cache.Unref()
+		}
 		return nil, err
 	}
 	maxKeys := opts.KeyIndexMaxKeys
@@ -225,8 +241,8 @@ func (t *Table) load() error {
 	v, closer, err := t.db.Get([]byte{tagVersion})
 	switch {
 	case errors.Is(err, pebble.ErrNotFound):
-		if err := t.db.Set([]byte{tagVersion}, []byte(formatVersion), pebble.Sync); err != nil {
-			return t.internal(err)
+		if err := t.pebbleCall("commit", func() error { return t.db.Set([]byte{tagVersion}, []byte(formatVersion), pebble.Sync) }); err != nil {
+			return err
 		}
 	case err != nil:
 		return t.internal(err)
@@ -283,6 +299,22 @@ func (t *Table) begin() error {
 	if closed {
 		t.ops.RUnlock()
 		return status.Errorf(codes.Unavailable, "table %s is closed", t.tbl.QualifiedName())
+	}
+	return nil
+}
+
+// beginWrite is begin for calls that commit to Pebble (writes, retention): they also fail, with
+// the *ErrFailed, once the table's storage failed.
+func (t *Table) beginWrite() error {
+	if f := t.failed.Load(); f != nil {
+		return f
+	}
+	if err := t.begin(); err != nil {
+		return err
+	}
+	if f := t.failed.Load(); f != nil {
+		t.end()
+		return f
 	}
 	return nil
 }
@@ -375,7 +407,9 @@ func (t *Table) Wait(id BucketID, offset int64) <-chan struct{} {
 func (t *Table) Done() <-chan struct{} { return t.done }
 
 // Close waits for running operations, closes every waiter and the Pebble DB. Later calls of any
-// method fail with codes.Unavailable (Wait returns a closed channel). Safe to call twice.
+// method fail with codes.Unavailable (Wait returns a closed channel). Safe to call twice. A
+// failed table (Err) is only marked closed: its operations may be blocked in Pebble for good and
+// its DB cannot be closed (failure.go); Close returns the failure at once.
 func (t *Table) Close() error {
 	t.mu.Lock()
 	if t.closed {
@@ -391,6 +425,9 @@ func (t *Table) Close() error {
 		}
 	}
 	t.mu.Unlock()
+	if f := t.failed.Load(); f != nil {
+		return f
+	}
 	t.ops.Lock() // wait for running operations
 	defer t.ops.Unlock()
 	t.bg.Wait()

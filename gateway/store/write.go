@@ -76,22 +76,28 @@ func (t *Table) Write(ctx context.Context, b *row.Batch) (Commit, error) {
 // codes.Canceled or DeadlineExceeded (ctx done before the commit), codes.Unavailable (table
 // closed), codes.Internal (storage).
 func (t *Table) Apply(ctx context.Context, b *row.Batch) (*Pending, error) {
-	if err := t.begin(); err != nil {
+	if err := t.beginWrite(); err != nil {
 		return nil, err
 	}
+	// The operation lock goes with the Pending to its sync goroutine; on any other way out,
+	// including a panic, it is released here.
+	handedOff := false
+	defer func() {
+		if !handedOff {
+			t.end()
+		}
+	}()
 	if err := b.Validate(t.tbl); err != nil {
-		t.end()
 		return nil, err
 	}
 	if len(b.Rows) == 0 {
-		t.end()
 		return donePending(Commit{Table: t.tbl, CommitMs: t.clock()}), nil
 	}
 	p, err := t.apply(ctx, b)
 	if err != nil {
-		t.end()
 		return nil, err
 	}
+	handedOff = true
 	go p.sync() // ends the operation
 	return p, nil
 }
@@ -175,9 +181,11 @@ func (t *Table) apply(ctx context.Context, b *row.Batch) (*Pending, error) {
 		}
 	}
 	groups[0].batch = nil
-	if err := t.db.ApplyNoSyncWait(batch, pebble.Sync); err != nil {
-		_ = batch.Close()
-		return nil, t.internal(err)
+	if err := t.pebbleCall("commit", func() error { return t.db.ApplyNoSyncWait(batch, pebble.Sync) }); err != nil {
+		if t.Err() == nil {
+			_ = batch.Close()
+		}
+		return nil, err
 	}
 
 	// Applied: later writes must see it (key index, queued metadata) before the locks go.

@@ -100,6 +100,12 @@ func serve(args []string, stderr io.Writer) int {
 			}
 		}()
 		s.Shutdown()
+	case err := <-s.Failed():
+		// A table's storage failed (a WAL write or fsync): it cannot recover in this process
+		// (gateway/README.md, "Storage failures"); a restart replays its WAL.
+		s.Logger().Error("storage failure; shutting down, exiting 1 so that a restart recovers the table", "err", err)
+		s.Shutdown()
+		return 1
 	case <-s.Done():
 	}
 	return 0

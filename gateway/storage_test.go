@@ -1,0 +1,243 @@
+package gateway
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
+	"github.com/nats-io/nats.go"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/setats/setats/proto/setatspb"
+)
+
+// metricValue returns the value of the unlabelled gauge or counter name on the server's registry.
+func metricValue(t *testing.T, s *Server, name string) float64 {
+	t.Helper()
+	mfs, err := s.metrics.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		m := mf.GetMetric()[0]
+		if g := m.GetGauge(); g != nil {
+			return g.GetValue()
+		}
+		return m.GetCounter().GetValue()
+	}
+	t.Fatalf("no metric %s", name)
+	return 0
+}
+
+// holdFS is the OS filesystem whose WAL fsyncs (Sync, SyncData, SyncTo of *.log files) block
+// while held: a write is then applied (in the memtable, visible to later writes) but not durable.
+type holdFS struct {
+	vfs.FS
+	mu      sync.Mutex
+	held    chan struct{} // nil when not held; closed by release
+	blocked atomic.Int32  // fsyncs waiting
+}
+
+func newHoldFS() *holdFS { return &holdFS{FS: vfs.Default} }
+
+// hold makes the following WAL fsyncs block until release.
+func (fs *holdFS) hold() {
+	fs.mu.Lock()
+	fs.held = make(chan struct{})
+	fs.mu.Unlock()
+}
+
+func (fs *holdFS) release() {
+	fs.mu.Lock()
+	if fs.held != nil {
+		close(fs.held)
+		fs.held = nil
+	}
+	fs.mu.Unlock()
+}
+
+func (fs *holdFS) wait() {
+	fs.mu.Lock()
+	ch := fs.held
+	fs.mu.Unlock()
+	if ch != nil {
+		fs.blocked.Add(1)
+		<-ch
+		fs.blocked.Add(-1)
+	}
+}
+
+func (fs *holdFS) Create(name string, cat vfs.DiskWriteCategory) (vfs.File, error) {
+	f, err := fs.FS.Create(name, cat)
+	if err != nil || !strings.HasSuffix(name, ".log") {
+		return f, err
+	}
+	return &holdFile{File: f, fs: fs}, nil
+}
+
+func (fs *holdFS) ReuseForWrite(oldname, newname string, cat vfs.DiskWriteCategory) (vfs.File, error) {
+	f, err := fs.FS.ReuseForWrite(oldname, newname, cat)
+	if err != nil || !strings.HasSuffix(newname, ".log") {
+		return f, err
+	}
+	return &holdFile{File: f, fs: fs}, nil
+}
+
+type holdFile struct {
+	vfs.File
+	fs *holdFS
+}
+
+func (f *holdFile) Sync() error     { f.fs.wait(); return f.File.Sync() }
+func (f *holdFile) SyncData() error { f.fs.wait(); return f.File.SyncData() }
+func (f *holdFile) SyncTo(n int64) (bool, error) {
+	f.fs.wait()
+	return f.File.SyncTo(n)
+}
+
+// TestCommitSideEffectsWithoutClient: batches that become durable after their client left are
+// still announced (NEW_BUCKET, NEW_DATA) and counted, because the store's commit hook drives
+// them. Before, they came from the acknowledgement path and only the first batch was announced.
+func TestCommitSideEffectsWithoutClient(t *testing.T) {
+	fs := newHoldFS()
+	g := startGateway(t, func(o *Options) { o.StoreFS = fs })
+	g.createTable("default", "gone", 1, idV, []string{"id"}, nil)
+	nc, err := nats.Connect(g.s.NATSURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	sub, err := nc.SubscribeSync("setats.default.gone.>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	// Open the store before holding fsyncs (its first write, the format version, syncs).
+	first := intStrRecord(g.mem, nil, []int32{0}, []string{"x"})
+	defer first.Release()
+	if _, err := g.put(writeCmd(t, &setatspb.WriteCommand{Table: "gone"}), first); err != nil {
+		t.Fatal(err)
+	}
+
+	fs.hold()
+	ctx, cancel := context.WithCancel(g.ctx)
+	stream, err := g.client.DoPut(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const batches = 5
+	w := flight.NewRecordWriter(stream, ipc.WithSchema(first.Schema()), ipc.WithAllocator(g.mem))
+	w.SetFlightDescriptor(writeCmd(t, &setatspb.WriteCommand{Table: "gone"}))
+	for i := int32(1); i <= batches; i++ {
+		rec := intStrRecord(g.mem, nil, []int32{i}, []string{"y"})
+		err := w.Write(rec)
+		rec.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Every batch is applied and waits for the held fsync; then the client goes away.
+	waitFor(t, "5 batches applied", func() bool { return metricValue(t, g.s, "setats_write_batches_pending") == batches })
+	cancel()
+	_ = w.Close()
+	fs.release()
+	waitFor(t, "the pending batches to be durable", func() bool { return metricValue(t, g.s, "setats_write_batches_pending") == 0 })
+
+	// Every durable batch was announced: NEW_DATA up to end offset 1+batches.
+	var end int64
+	for end < 1+batches {
+		m, err := sub.NextMsg(testTimeout)
+		if err != nil {
+			t.Fatalf("NEW_DATA up to end offset %d: got up to %d: %v", 1+batches, end, err)
+		}
+		n := &setatspb.Notification{}
+		if err := protojson.Unmarshal(m.Data, n); err != nil {
+			t.Fatal(err)
+		}
+		if n.GetKind() == setatspb.NotificationKind_NEW_DATA {
+			end = max(end, n.GetEndOffset())
+		}
+	}
+	if got := counterSum(t, g.s.metrics.writeBatches); got != 1+batches {
+		t.Fatalf("setats_write_batches_total %v, want %d", got, 1+batches)
+	}
+}
+
+// walWriteFault fails every write to a WAL file (*.log) while on.
+type walWriteFault struct{ on atomic.Bool }
+
+func (f *walWriteFault) String() string { return "walWriteFault" }
+func (f *walWriteFault) MaybeError(op errorfs.Op) error {
+	if f.on.Load() && strings.HasSuffix(op.Path, ".log") && (op.Kind == errorfs.OpFileWrite || op.Kind == errorfs.OpFileWriteAt) {
+		return errorfs.ErrInjected
+	}
+	return nil
+}
+
+// TestStorageFailure: a failed WAL write fails the batch with Unavailable naming the table, makes
+// /readyz 503 naming the table (other tables keep working), refuses later writes of that table at
+// once instead of hanging, is reported on Server.Failed, and Shutdown still completes.
+func TestStorageFailure(t *testing.T) {
+	fault := &walWriteFault{}
+	g := startGateway(t, func(o *Options) { o.StoreFS = errorfs.Wrap(vfs.Default, fault) })
+	g.createTable("default", "bad", 1, idV, []string{"id"}, nil)
+	g.createTable("default", "good", 1, idV, []string{"id"}, nil)
+	put := func(table string, id int32) error {
+		rec := intStrRecord(g.mem, nil, []int32{id}, []string{"v"})
+		defer rec.Release()
+		_, err := g.put(writeCmd(t, &setatspb.WriteCommand{Table: table}), rec)
+		return err
+	}
+	if err := put("bad", 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := put("good", 1); err != nil {
+		t.Fatal(err)
+	}
+	if code, r := readyz(t, g.s); code != http.StatusOK || len(r.FailedTables) != 0 {
+		t.Fatalf("readyz before the failure: %d %+v", code, r)
+	}
+
+	fault.on.Store(true)
+	wantCode(t, put("bad", 2), codes.Unavailable, "default.bad", "storage failed")
+	fault.on.Store(false)
+	select {
+	case err := <-g.s.Failed():
+		if !strings.Contains(err.Error(), "default.bad") {
+			t.Fatalf("Failed reported %v", err)
+		}
+	default:
+		t.Fatal("Failed reported nothing")
+	}
+	code, r := readyz(t, g.s)
+	if code != http.StatusServiceUnavailable || r.Ready || len(r.FailedTables) != 1 || r.FailedTables[0].Table != "default.bad" ||
+		!strings.Contains(r.FailedTables[0].Error, "injected") {
+		t.Fatalf("readyz after the failure: %d %+v", code, r)
+	}
+	if v := metricValue(t, g.s, "setats_tables_failed"); v != 1 {
+		t.Fatalf("setats_tables_failed %v", v)
+	}
+	// The failed table refuses writes at once (before: they hung forever); others work.
+	wantCode(t, put("bad", 3), codes.Unavailable, "default.bad")
+	if err := put("good", 2); err != nil {
+		t.Fatalf("write to a healthy table after another failed: %v", err)
+	}
+	// Reads of what was durable still work.
+	if rows, err := g.readStream(ticket(t, &setatspb.ChangelogTicket{Table: "bad"})); err != nil || len(rows) != 1 {
+		t.Fatalf("read of the failed table: %q %v", rows, err)
+	}
+	g.s.Shutdown() // must return (before: it hung on the store's lock)
+}
