@@ -112,9 +112,9 @@ type Table struct {
 	db          *pebble.DB
 	cache       *pebble.Cache
 	keys        *keyIndex
-	bg          sync.WaitGroup // background goroutines (key index build)
-	keysBuilt   chan struct{}  // closed when the key index build ends
-	applySeq    atomic.Uint64  // numbers applied writes in apply order (pending.go)
+	bg          sync.WaitGroup            // background goroutines (key index build)
+	keysBuilt   chan struct{}             // closed when the key index build ends
+	applySeq    atomic.Uint64             // numbers applied writes in apply order (pending.go)
 	failed      atomic.Pointer[ErrFailed] // the storage failure (failure.go), nil while healthy
 
 	// ops is held shared by every operation and exclusively by Close.
