@@ -15,17 +15,20 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/setats/setats/proto/setatspb"
 )
 
-// TestShutdownDrainsWrites: a DoPut in flight when Shutdown begins may still send batches and
-// gets every acknowledgement; Shutdown returns once it ended, and its rows are durable (a new
-// gateway on the warehouse reads them).
+// TestShutdownDrainsWrites: a batch whose fsync is still running when Shutdown begins is
+// acknowledged (drained), then the stream, now idle, ends at once with Unavailable; Shutdown
+// returns and the rows are durable (a new gateway on the warehouse reads them). A batch sent
+// after Shutdown began is not applied.
 func TestShutdownDrainsWrites(t *testing.T) {
 	wh := t.TempDir()
-	g := startGateway(t, func(o *Options) { o.Warehouse = wh; o.ShutdownTimeout = time.Minute })
+	fs := newHoldFS()
+	g := startGateway(t, func(o *Options) { o.Warehouse = wh; o.ShutdownTimeout = time.Minute; o.StoreFS = fs })
 	g.createTable("default", "d", 1, idV, []string{"id"}, nil)
 	stream, err := g.client.DoPut(g.ctx)
 	if err != nil {
@@ -33,7 +36,7 @@ func TestShutdownDrainsWrites(t *testing.T) {
 	}
 	r1 := intStrRecord(g.mem, nil, []int32{1}, []string{"before"})
 	defer r1.Release()
-	r2 := intStrRecord(g.mem, nil, []int32{2}, []string{"during"})
+	r2 := intStrRecord(g.mem, nil, []int32{2}, []string{"in flight"})
 	defer r2.Release()
 	w := flight.NewRecordWriter(stream, ipc.WithSchema(r1.Schema()), ipc.WithAllocator(g.mem))
 	w.SetFlightDescriptor(writeCmd(t, &setatspb.WriteCommand{Table: "d"}))
@@ -43,30 +46,32 @@ func TestShutdownDrainsWrites(t *testing.T) {
 	if _, err := stream.Recv(); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan struct{})
-	go func() { g.s.Shutdown(); close(done) }()
-	<-g.s.quit // shutdown has begun
+	fs.hold()
 	if err := w.Write(r2); err != nil {
 		t.Fatal(err)
 	}
+	waitFor(t, "the second batch applied", func() bool { return metricValue(t, g.s, "setats_write_batches_pending") == 1 })
+	done := make(chan struct{})
+	go func() { g.s.Shutdown(); close(done) }()
+	<-g.s.quit // shutdown has begun
+	fs.release()
 	pr, err := stream.Recv()
 	if err != nil {
-		t.Fatalf("ack of the batch sent during shutdown: %v", err)
+		t.Fatalf("ack of the batch in flight at shutdown: %v", err)
 	}
 	ack := &setatspb.WriteAck{}
 	if err := proto.Unmarshal(pr.GetAppMetadata(), ack); err != nil || ack.GetBatchSeq() != 1 {
 		t.Fatalf("ack %v %v", ack, err)
 	}
-	_ = w.Close()
-	_ = stream.CloseSend()
-	if _, err := stream.Recv(); !errors.Is(err, io.EOF) {
-		t.Fatalf("end of DoPut: %v", err)
+	if _, err := stream.Recv(); status.Code(err) != codes.Unavailable {
+		t.Fatalf("end of the idle DoPut at shutdown: %v", err)
 	}
+	_ = w.Close()
 	<-done
 
 	g2 := startGateway(t, func(o *Options) { o.Warehouse = wh })
 	rows, err := g2.readStream(ticket(t, &setatspb.ChangelogTicket{Table: "d"}))
-	if err != nil || !reflect.DeepEqual(stripTime(rows), []string{"+I[1, before] @0", "+I[2, during] @1"}) {
+	if err != nil || !reflect.DeepEqual(stripTime(rows), []string{"+I[1, before] @0", "+I[2, in flight] @1"}) {
 		t.Fatalf("after restart: %q %v", rows, err)
 	}
 }

@@ -9,7 +9,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
-	"github.com/setats/setats/gateway/row"
+	"github.com/setats/setats/gateway/rowcodec"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -103,7 +103,7 @@ func TestWALFailure(t *testing.T) {
 			defer st2.Close()
 			s := state(t, st2)
 			for _, r := range kvBatch([]int32{1, 2, 3}, "a").Rows {
-				if got, ok := s[string(row.EncodeKey(st2.tbl, r))]; !ok || formatRow(got) != formatRow(r) {
+				if got, ok := s[string(rowcodec.EncodeKey(st2.tbl, r))]; !ok || formatRow(got) != formatRow(r) {
 					t.Fatalf("acknowledged row %s lost after the crash; state %v", formatRow(r), s)
 				}
 			}
