@@ -4,9 +4,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 )
 
 // writeFileAtomic replaces dir/name with data so that a crash leaves either the old or the new
@@ -15,7 +12,7 @@ import (
 func writeFileAtomic(dir, name string, data []byte) (err error) {
 	f, err := os.CreateTemp(dir, "."+name+".*"+tempSuffix)
 	if err != nil {
-		return status.Errorf(codes.Internal, "write %s: %v", filepath.Join(dir, name), err)
+		return errorf(ErrInternal, "write %s: %w", filepath.Join(dir, name), err)
 	}
 	tmp := f.Name()
 	defer func() {
@@ -33,7 +30,7 @@ func writeFileAtomic(dir, name string, data []byte) (err error) {
 		err = os.Rename(tmp, filepath.Join(dir, name))
 	}
 	if err != nil {
-		return status.Errorf(codes.Internal, "write %s: %v", filepath.Join(dir, name), err)
+		return errorf(ErrInternal, "write %s: %w", filepath.Join(dir, name), err)
 	}
 	return syncDir(dir)
 }
@@ -42,11 +39,11 @@ func writeFileAtomic(dir, name string, data []byte) (err error) {
 func syncDir(dir string) error {
 	f, err := os.Open(dir)
 	if err != nil {
-		return status.Errorf(codes.Internal, "sync directory %s: %v", dir, err)
+		return errorf(ErrInternal, "sync directory %s: %w", dir, err)
 	}
 	defer f.Close()
 	if err := f.Sync(); err != nil {
-		return status.Errorf(codes.Internal, "sync directory %s: %v", dir, err)
+		return errorf(ErrInternal, "sync directory %s: %w", dir, err)
 	}
 	return nil
 }

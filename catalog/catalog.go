@@ -4,8 +4,6 @@ import (
 	"strings"
 
 	"github.com/setats/setats/proto/setatspb"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 )
 
 // Options configure a Catalog.
@@ -19,10 +17,10 @@ type Options struct {
 }
 
 // Catalog keeps databases and table metadata (SPEC sections 2-3). Implementations are safe for
-// concurrent use. Errors are gRPC status errors: InvalidArgument (bad names, bad specs),
-// NotFound, AlreadyExists, FailedPrecondition (dropping a database that still has tables without
-// cascade, re-creating a table whose data is not removed yet), Internal (file system failures,
-// naming the path).
+// concurrent use. Errors are *Error values of the kinds ErrInvalid (bad names, bad specs),
+// ErrNotFound, ErrAlreadyExists, ErrFailedPrecondition (dropping a database that still has
+// tables without cascade, re-creating a table whose data is not removed yet), ErrInternal (file
+// system failures, naming the path).
 type Catalog interface {
 	// Warehouse returns the normalized warehouse URI, "file:///abs/path".
 	Warehouse() string
@@ -63,18 +61,18 @@ type Catalog interface {
 const CatalogTypeHadoop = "hadoop"
 
 // CheckCatalogType checks a catalog-type option (SPEC section 2): "" or "hadoop" (any case) is
-// fine; "hive" is a codes.FailedPrecondition status error naming catalog-type (the Hive
-// Metastore catalog comes later, SPEC section 8); anything else is codes.InvalidArgument naming
+// fine; "hive" is an ErrFailedPrecondition error naming catalog-type (the Hive
+// Metastore catalog comes later, SPEC section 8); anything else is ErrInvalid naming
 // catalog-type.
 func CheckCatalogType(catalogType string) error {
 	switch strings.ToLower(strings.TrimSpace(catalogType)) {
 	case "", CatalogTypeHadoop:
 		return nil
 	case "hive":
-		return status.Error(codes.FailedPrecondition,
+		return newError(ErrFailedPrecondition,
 			"catalog-type 'hive' (Hive Metastore) is not supported yet (SPEC section 8); use catalog-type 'hadoop'")
 	}
-	return status.Errorf(codes.InvalidArgument, "unknown catalog-type %q: want 'hadoop' (or 'hive', not supported yet)", catalogType)
+	return errorf(ErrInvalid, "unknown catalog-type %q: want 'hadoop' (or 'hive', not supported yet)", catalogType)
 }
 
 // Open opens the catalog of the given type on opts.Warehouse, creating the warehouse directory
@@ -87,7 +85,7 @@ func Open(catalogType string, opts Options) (Catalog, error) {
 		return nil, err
 	}
 	if opts.DefaultBucketCount > MaxBucketCount {
-		return nil, status.Errorf(codes.InvalidArgument, "default bucket count %d is above the maximum %d",
+		return nil, errorf(ErrInvalid, "default bucket count %d is above the maximum %d",
 			opts.DefaultBucketCount, MaxBucketCount)
 	}
 	return openHadoop(opts)

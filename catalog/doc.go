@@ -39,7 +39,8 @@
 //
 // # Errors
 //
-// Every error is a gRPC status error (InvalidArgument, NotFound, AlreadyExists,
-// FailedPrecondition, Internal) whose message names the database, table, column, option or path
-// at fault.
+// Every error is an *Error (error.go) of one kind, ErrInvalid, ErrNotFound, ErrAlreadyExists,
+// ErrFailedPrecondition or ErrInternal (test with errors.Is), whose message names the database,
+// table, column, option or path at fault. The gateway maps the kinds to gRPC codes
+// (gateway/errors.go).
 package catalog

@@ -13,8 +13,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/setats/setats/proto/setatspb"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 )
@@ -53,7 +51,7 @@ func openHadoop(opts Options) (*hadoopCatalog, error) {
 	}
 	opts.Warehouse = pathURI(root)
 	if err := os.MkdirAll(root, 0o755); err != nil {
-		return nil, status.Errorf(codes.Internal, "create warehouse directory %s: %v", root, err)
+		return nil, errorf(ErrInternal, "create warehouse directory %s: %w", root, err)
 	}
 	c := &hadoopCatalog{opts: opts, root: root, dbs: map[string]map[string]*Table{}, dropped: map[string]*Table{}}
 	if err := c.load(); err != nil {
@@ -80,7 +78,7 @@ func (c *hadoopCatalog) tableDir(db, table string) string {
 func (c *hadoopCatalog) load() error {
 	entries, err := os.ReadDir(c.root)
 	if err != nil {
-		return status.Errorf(codes.Internal, "read warehouse directory %s: %v", c.root, err)
+		return errorf(ErrInternal, "read warehouse directory %s: %w", c.root, err)
 	}
 	for _, e := range entries {
 		db, ok := strings.CutSuffix(e.Name(), databaseDirSuffix)
@@ -92,7 +90,7 @@ func (c *hadoopCatalog) load() error {
 		_, err := os.Stat(filepath.Join(dir, databaseFile))
 		live := err == nil
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return status.Errorf(codes.Internal, "read database %s: %v", db, err)
+			return errorf(ErrInternal, "read database %s: %w", db, err)
 		}
 		if live {
 			var meta databaseMeta
@@ -103,7 +101,7 @@ func (c *hadoopCatalog) load() error {
 		}
 		tables, err := os.ReadDir(dir)
 		if err != nil {
-			return status.Errorf(codes.Internal, "read database directory %s: %v", dir, err)
+			return errorf(ErrInternal, "read database directory %s: %w", dir, err)
 		}
 		for _, te := range tables {
 			name := te.Name()
@@ -147,19 +145,19 @@ func (c *hadoopCatalog) readTable(db, name, path string) (*Table, error) {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, err
 		}
-		return nil, status.Errorf(codes.Internal, "read table metadata %s: %v", path, err)
+		return nil, errorf(ErrInternal, "read table metadata %s: %w", path, err)
 	}
 	info := &setatspb.TableInfo{}
 	if err := protojson.Unmarshal(data, info); err != nil {
-		return nil, status.Errorf(codes.Internal, "parse table metadata %s: %v", path, err)
+		return nil, errorf(ErrInternal, "parse table metadata %s: %w", path, err)
 	}
 	if info.GetSpec().GetDatabase() != db || info.GetSpec().GetTable() != name || info.GetTableId() == "" {
-		return nil, status.Errorf(codes.Internal, "table metadata %s names table %s.%s (id %q), want %s.%s",
+		return nil, errorf(ErrInternal, "table metadata %s names table %s.%s (id %q), want %s.%s",
 			path, info.GetSpec().GetDatabase(), info.GetSpec().GetTable(), info.GetTableId(), db, name)
 	}
 	t, err := ResolveSpec(info.GetSpec(), c.opts)
 	if err != nil {
-		return nil, status.Errorf(codes.Internal, "table metadata %s: %s", path, status.Convert(err).Message())
+		return nil, errorf(ErrInternal, "table metadata %s: %s", path, err.Error())
 	}
 	t.Info.TableId = info.GetTableId()
 	t.Info.CreatedAtMs = info.GetCreatedAtMs()
@@ -177,7 +175,7 @@ func (c *hadoopCatalog) encodeTable(t *Table) ([]byte, error) {
 	}
 	data, err := protojson.MarshalOptions{Multiline: true, Indent: "  "}.Marshal(info)
 	if err != nil {
-		return nil, status.Errorf(codes.Internal, "encode table %s: %v", t.QualifiedName(), err)
+		return nil, errorf(ErrInternal, "encode table %s: %w", t.QualifiedName(), err)
 	}
 	return append(data, '\n'), nil
 }
@@ -194,7 +192,7 @@ func (c *hadoopCatalog) CreateDatabase(name string, ignoreIfExists bool) error {
 		if ignoreIfExists {
 			return nil
 		}
-		return status.Errorf(codes.AlreadyExists, "database %s already exists", name)
+		return errorf(ErrAlreadyExists, "database %s already exists", name)
 	}
 	return c.createDatabaseLocked(name)
 }
@@ -202,14 +200,14 @@ func (c *hadoopCatalog) CreateDatabase(name string, ignoreIfExists bool) error {
 func (c *hadoopCatalog) createDatabaseLocked(name string) error {
 	dir := c.databaseDir(name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return status.Errorf(codes.Internal, "create database %s: %v", name, err)
+		return errorf(ErrInternal, "create database %s: %w", name, err)
 	}
 	if err := syncDir(c.root); err != nil {
 		return err
 	}
 	data, err := json.MarshalIndent(databaseMeta{Name: name, CreatedAtMs: time.Now().UnixMilli()}, "", "  ")
 	if err != nil {
-		return status.Errorf(codes.Internal, "encode database %s: %v", name, err)
+		return errorf(ErrInternal, "encode database %s: %w", name, err)
 	}
 	if err := writeFileAtomic(dir, databaseFile, append(data, '\n')); err != nil {
 		return err
@@ -229,10 +227,10 @@ func (c *hadoopCatalog) DropDatabase(name string, ignoreIfNotExists, cascade boo
 		if ignoreIfNotExists {
 			return nil
 		}
-		return status.Errorf(codes.NotFound, "database %s not found", name)
+		return errorf(ErrNotFound, "database %s not found", name)
 	}
 	if len(tables) > 0 && !cascade {
-		return status.Errorf(codes.FailedPrecondition,
+		return errorf(ErrFailedPrecondition,
 			"database %s is not empty (%d tables): drop its tables first or drop it with cascade", name, len(tables))
 	}
 	for _, tn := range sortedKeys(tables) {
@@ -242,7 +240,7 @@ func (c *hadoopCatalog) DropDatabase(name string, ignoreIfNotExists, cascade boo
 	}
 	dir := c.databaseDir(name)
 	if err := os.Remove(filepath.Join(dir, databaseFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return status.Errorf(codes.Internal, "drop database %s: %v", name, err)
+		return errorf(ErrInternal, "drop database %s: %w", name, err)
 	}
 	if err := syncDir(dir); err != nil {
 		return err
@@ -271,12 +269,12 @@ func (c *hadoopCatalog) CreateTable(spec *setatspb.TableSpec, ignoreIfExists boo
 			if ignoreIfExists {
 				return old, nil
 			}
-			return nil, status.Errorf(codes.AlreadyExists, "table %s already exists", t.QualifiedName())
+			return nil, errorf(ErrAlreadyExists, "table %s already exists", t.QualifiedName())
 		}
 	}
 	for _, d := range c.dropped {
 		if d.Database == t.Database && d.Name == t.Name {
-			return nil, status.Errorf(codes.FailedPrecondition,
+			return nil, errorf(ErrFailedPrecondition,
 				"table %s was dropped and its data is not removed yet; retry once the drop has finished", t.QualifiedName())
 		}
 	}
@@ -285,7 +283,7 @@ func (c *hadoopCatalog) CreateTable(spec *setatspb.TableSpec, ignoreIfExists boo
 	}
 	if !ok {
 		if !createDatabase {
-			return nil, status.Errorf(codes.NotFound, "database %s not found (table %s)", t.Database, t.QualifiedName())
+			return nil, errorf(ErrNotFound, "database %s not found (table %s)", t.Database, t.QualifiedName())
 		}
 		if err := c.createDatabaseLocked(t.Database); err != nil {
 			return nil, err
@@ -302,7 +300,7 @@ func (c *hadoopCatalog) CreateTable(spec *setatspb.TableSpec, ignoreIfExists boo
 	tdir := c.tableDir(t.Database, t.Name)
 	for _, dir := range []string{tdir, t.Location} {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, status.Errorf(codes.Internal, "create table %s: %v", t.QualifiedName(), err)
+			return nil, errorf(ErrInternal, "create table %s: %w", t.QualifiedName(), err)
 		}
 	}
 	if err := syncDir(c.databaseDir(t.Database)); err != nil {
@@ -329,17 +327,17 @@ func (c *hadoopCatalog) checkLocation(t *Table) error {
 	}
 	for _, o := range others {
 		if pathsOverlap(o.Location, t.Location) {
-			return status.Errorf(codes.FailedPrecondition, "table %s: location %s overlaps location %s of table %s",
+			return errorf(ErrFailedPrecondition, "table %s: location %s overlaps location %s of table %s",
 				t.QualifiedName(), t.Location, o.Location, o.QualifiedName())
 		}
 	}
 	data := filepath.Join(t.Location, dataDir)
 	if _, err := os.Lstat(data); err == nil {
-		return status.Errorf(codes.FailedPrecondition,
+		return errorf(ErrFailedPrecondition,
 			"table %s: location %s already holds a data directory (%s) that no table owns; remove it or choose another location",
 			t.QualifiedName(), t.Location, data)
 	} else if !errors.Is(err, fs.ErrNotExist) {
-		return status.Errorf(codes.Internal, "table %s: check location %s: %v", t.QualifiedName(), t.Location, err)
+		return errorf(ErrInternal, "table %s: check location %s: %w", t.QualifiedName(), t.Location, err)
 	}
 	return nil
 }
@@ -370,7 +368,7 @@ func (c *hadoopCatalog) dropTableLocked(database, table string) (*Table, error) 
 	t := c.dbs[database][table]
 	tdir := c.tableDir(database, table)
 	if err := os.Rename(filepath.Join(tdir, tableFile), filepath.Join(tdir, droppedFile)); err != nil {
-		return nil, status.Errorf(codes.Internal, "drop table %s: %v", t.QualifiedName(), err)
+		return nil, errorf(ErrInternal, "drop table %s: %w", t.QualifiedName(), err)
 	}
 	if err := syncDir(tdir); err != nil {
 		return nil, err
@@ -382,9 +380,9 @@ func (c *hadoopCatalog) dropTableLocked(database, table string) (*Table, error) 
 
 func notFound(database, table string, dbExists bool) error {
 	if !dbExists {
-		return status.Errorf(codes.NotFound, "table %s.%s not found: database %s does not exist", database, table, database)
+		return errorf(ErrNotFound, "table %s.%s not found: database %s does not exist", database, table, database)
 	}
-	return status.Errorf(codes.NotFound, "table %s.%s not found", database, table)
+	return errorf(ErrNotFound, "table %s.%s not found", database, table)
 }
 
 func (c *hadoopCatalog) GetTable(database, table string) (*Table, error) {
@@ -408,7 +406,7 @@ func (c *hadoopCatalog) ListTables(database string) ([]string, error) {
 	defer c.mu.RUnlock()
 	tables, ok := c.dbs[database]
 	if !ok {
-		return nil, status.Errorf(codes.NotFound, "database %s not found", database)
+		return nil, errorf(ErrNotFound, "database %s not found", database)
 	}
 	return sortedKeys(tables), nil
 }
@@ -420,7 +418,7 @@ func (c *hadoopCatalog) RemoveData(t *Table) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if live, ok := c.dbs[t.Database][t.Name]; ok && live.TableID() == t.TableID() {
-		return status.Errorf(codes.FailedPrecondition, "table %s is not dropped: drop it before removing its data", t.QualifiedName())
+		return errorf(ErrFailedPrecondition, "table %s is not dropped: drop it before removing its data", t.QualifiedName())
 	}
 	if err := c.removeData(t); err != nil {
 		return err
@@ -433,14 +431,14 @@ func (c *hadoopCatalog) RemoveData(t *Table) error {
 // marker for the next Open), then the emptied directories.
 func (c *hadoopCatalog) removeData(t *Table) error {
 	if err := os.RemoveAll(filepath.Join(t.Location, dataDir)); err != nil {
-		return status.Errorf(codes.Internal, "remove data of table %s at %s: %v", t.QualifiedName(), t.Location, err)
+		return errorf(ErrInternal, "remove data of table %s at %s: %w", t.QualifiedName(), t.Location, err)
 	}
 	_ = syncDir(t.Location)
 	tdir := c.tableDir(t.Database, t.Name)
 	marker := filepath.Join(tdir, droppedFile)
 	if d, err := c.readTable(t.Database, t.Name, marker); err == nil && d.TableID() == t.TableID() {
 		if err := os.Remove(marker); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return status.Errorf(codes.Internal, "remove drop marker of table %s: %v", t.QualifiedName(), err)
+			return errorf(ErrInternal, "remove drop marker of table %s: %w", t.QualifiedName(), err)
 		}
 		_ = syncDir(tdir)
 	}
@@ -482,10 +480,10 @@ func sortedKeys[V any](m map[string]V) []string {
 func readJSON(path string, v any) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return status.Errorf(codes.Internal, "read %s: %v", path, err)
+		return errorf(ErrInternal, "read %s: %w", path, err)
 	}
 	if err := json.Unmarshal(data, v); err != nil {
-		return status.Errorf(codes.Internal, "parse %s: %v", path, err)
+		return errorf(ErrInternal, "parse %s: %w", path, err)
 	}
 	return nil
 }

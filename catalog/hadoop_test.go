@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,8 +12,6 @@ import (
 	"testing"
 
 	"github.com/setats/setats/proto/setatspb"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -25,10 +24,11 @@ func openT(t *testing.T, wh string) Catalog {
 	return c
 }
 
-func wantCode(t *testing.T, err error, code codes.Code, mentions ...string) {
+func wantKind(t *testing.T, err error, kind error, mentions ...string) {
 	t.Helper()
-	if status.Code(err) != code {
-		t.Fatalf("err %v, want %v", err, code)
+	var typed *Error
+	if !errors.Is(err, kind) || !errors.As(err, &typed) {
+		t.Fatalf("err %v, want a catalog.Error of kind %v", err, kind)
 	}
 	for _, m := range mentions {
 		if !strings.Contains(err.Error(), m) {
@@ -54,15 +54,15 @@ func TestOpenCatalogType(t *testing.T) {
 		}
 	}
 	_, err := Open("hive", Options{Warehouse: wh})
-	wantCode(t, err, codes.FailedPrecondition, "catalog-type", "hive")
+	wantKind(t, err, ErrFailedPrecondition, "catalog-type", "hive")
 	_, err = Open("jdbc", Options{Warehouse: wh})
-	wantCode(t, err, codes.InvalidArgument, "catalog-type", "jdbc")
+	wantKind(t, err, ErrInvalid, "catalog-type", "jdbc")
 	_, err = Open("hadoop", Options{})
-	wantCode(t, err, codes.InvalidArgument, "warehouse")
+	wantKind(t, err, ErrInvalid, "warehouse")
 	_, err = Open("hadoop", Options{Warehouse: "s3://bucket/wh"})
-	wantCode(t, err, codes.InvalidArgument, "warehouse", "s3")
+	wantKind(t, err, ErrInvalid, "warehouse", "s3")
 	_, err = Open("hadoop", Options{Warehouse: wh, DefaultBucketCount: 2000})
-	wantCode(t, err, codes.InvalidArgument, "bucket count 2000")
+	wantKind(t, err, ErrInvalid, "bucket count 2000")
 }
 
 func TestNormalizeWarehouse(t *testing.T) {
@@ -92,7 +92,7 @@ func TestNormalizeWarehouse(t *testing.T) {
 	}
 	for _, bad := range []string{"", "  ", "hdfs://nn:8020/wh", "cosn://bucket/warehouse", "file://otherhost/wh", "file:wh", "file:///wh?x=1"} {
 		_, err := NormalizeWarehouse(bad)
-		if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "warehouse") {
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "warehouse") {
 			t.Errorf("NormalizeWarehouse(%q): err %v, want InvalidArgument naming warehouse", bad, err)
 		}
 	}
@@ -113,15 +113,15 @@ func TestHadoopCatalogLifecycle(t *testing.T) {
 	if err := c.CreateDatabase("shop", false); err != nil {
 		t.Fatal(err)
 	}
-	wantCode(t, c.CreateDatabase("shop", false), codes.AlreadyExists, "shop")
+	wantKind(t, c.CreateDatabase("shop", false), ErrAlreadyExists, "shop")
 	if err := c.CreateDatabase("shop", true); err != nil {
 		t.Fatal(err)
 	}
-	wantCode(t, c.CreateDatabase("bad-name", false), codes.InvalidArgument, "bad-name")
+	wantKind(t, c.CreateDatabase("bad-name", false), ErrInvalid, "bad-name")
 
 	// Tables.
 	_, err := c.CreateTable(simpleSpec("nodb", "t"), false, false)
-	wantCode(t, err, codes.NotFound, "nodb")
+	wantKind(t, err, ErrNotFound, "nodb")
 	orders, err := c.CreateTable(ordersSpec(), false, false)
 	if err != nil {
 		t.Fatal(err)
@@ -133,7 +133,7 @@ func TestHadoopCatalogLifecycle(t *testing.T) {
 		t.Errorf("location %s not created: %v", orders.Location, err)
 	}
 	_, err = c.CreateTable(ordersSpec(), false, false)
-	wantCode(t, err, codes.AlreadyExists, "shop.orders")
+	wantKind(t, err, ErrAlreadyExists, "shop.orders")
 	same, err := c.CreateTable(simpleSpec("shop", "orders"), true, false)
 	if err != nil || same.TableID() != orders.TableID() {
 		t.Errorf("ignoreIfExists: %v, id %s want %s", err, same.TableID(), orders.TableID())
@@ -171,11 +171,11 @@ func TestHadoopCatalogLifecycle(t *testing.T) {
 			t.Errorf("GetTable(sink_db.events) = %v, %v", got, err)
 		}
 		_, err = c.GetTable("shop", "nope")
-		wantCode(t, err, codes.NotFound, "shop.nope")
+		wantKind(t, err, ErrNotFound, "shop.nope")
 		_, err = c.GetTable("nodb", "t")
-		wantCode(t, err, codes.NotFound, "nodb.t", "database nodb")
+		wantKind(t, err, ErrNotFound, "nodb.t", "database nodb")
 		_, err = c.ListTables("nodb")
-		wantCode(t, err, codes.NotFound, "nodb")
+		wantKind(t, err, ErrNotFound, "nodb")
 	}
 	check(c)
 	check(openT(t, wh))                     // survives a restart
@@ -183,13 +183,13 @@ func TestHadoopCatalogLifecycle(t *testing.T) {
 	check(openT(t, filepath.Join(wh, "."))) // and another
 
 	// Dropping.
-	wantCode(t, c.DropDatabase("shop", false, false), codes.FailedPrecondition, "shop", "not empty")
-	wantCode(t, c.DropDatabase("nodb", false, false), codes.NotFound, "nodb")
+	wantKind(t, c.DropDatabase("shop", false, false), ErrFailedPrecondition, "shop", "not empty")
+	wantKind(t, c.DropDatabase("nodb", false, false), ErrNotFound, "nodb")
 	if err := c.DropDatabase("nodb", true, false); err != nil {
 		t.Fatal(err)
 	}
 	_, err = c.DropTable("shop", "nope", false)
-	wantCode(t, err, codes.NotFound, "shop.nope")
+	wantKind(t, err, ErrNotFound, "shop.nope")
 	if d, err := c.DropTable("shop", "nope", true); d != nil || err != nil {
 		t.Errorf("DropTable(ignore) = %v, %v", d, err)
 	}
@@ -197,7 +197,7 @@ func TestHadoopCatalogLifecycle(t *testing.T) {
 	if err != nil || dropped.TableID() != orders.TableID() {
 		t.Fatalf("DropTable = %v, %v", dropped, err)
 	}
-	if _, err := c.GetTable("shop", "orders"); status.Code(err) != codes.NotFound {
+	if _, err := c.GetTable("shop", "orders"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("GetTable after drop: %v", err)
 	}
 	if d := c.DroppedTables(); len(d) != 1 || d[0] != dropped {
@@ -205,7 +205,7 @@ func TestHadoopCatalogLifecycle(t *testing.T) {
 	}
 	// Re-creating the name must wait until the data is removed.
 	_, err = c.CreateTable(ordersSpec(), false, false)
-	wantCode(t, err, codes.FailedPrecondition, "shop.orders", "dropped")
+	wantKind(t, err, ErrFailedPrecondition, "shop.orders", "dropped")
 	if err := os.MkdirAll(filepath.Join(dropped.Location, "data"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -228,7 +228,7 @@ func TestHadoopCatalogLifecycle(t *testing.T) {
 	if err != nil || again.TableID() == orders.TableID() {
 		t.Fatalf("re-create: %v (id %s, old %s)", err, again.TableID(), orders.TableID())
 	}
-	wantCode(t, c.RemoveData(again), codes.FailedPrecondition, "shop.orders", "not dropped")
+	wantKind(t, c.RemoveData(again), ErrFailedPrecondition, "shop.orders", "not dropped")
 
 	// Cascade.
 	if err := c.DropDatabase("shop", false, true); err != nil {
@@ -247,7 +247,7 @@ func TestHadoopCatalogLifecycle(t *testing.T) {
 	if dbs, _ := c2.ListDatabases(); !slices.Equal(dbs, []string{"default", "sink_db"}) {
 		t.Errorf("after drops, reopened: %v", dbs)
 	}
-	if _, err := c2.GetTable("shop", "orders"); status.Code(err) != codes.NotFound {
+	if _, err := c2.GetTable("shop", "orders"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("dropped table came back: %v", err)
 	}
 }
@@ -330,7 +330,7 @@ func TestHadoopCatalogCrashLeftovers(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = Open("hadoop", Options{Warehouse: wh})
-	wantCode(t, err, codes.Internal, filepath.Join(dbDir, "keep", "table.json"))
+	wantKind(t, err, ErrInternal, filepath.Join(dbDir, "keep", "table.json"))
 }
 
 func TestHadoopCatalogLocations(t *testing.T) {
@@ -351,7 +351,7 @@ func TestHadoopCatalogLocations(t *testing.T) {
 		s := simpleSpec("db", "other")
 		s.Location = loc
 		_, err := c.CreateTable(s, false, false)
-		wantCode(t, err, codes.FailedPrecondition, "db.other", "overlaps", "db.custom")
+		wantKind(t, err, ErrFailedPrecondition, "db.other", "overlaps", "db.custom")
 	}
 	// A data directory that no table owns is refused.
 	stray := filepath.Join(wh, "db.db", "stray")
@@ -359,7 +359,7 @@ func TestHadoopCatalogLocations(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = c.CreateTable(simpleSpec("db", "stray"), false, false)
-	wantCode(t, err, codes.FailedPrecondition, "db.stray", filepath.Join(stray, "data"))
+	wantKind(t, err, ErrFailedPrecondition, "db.stray", filepath.Join(stray, "data"))
 
 	// A copied warehouse works where it is: default locations follow it, custom ones stay.
 	if _, err := c.CreateTable(simpleSpec("db", "plain"), false, false); err != nil {

@@ -9,8 +9,6 @@ import (
 
 	"github.com/setats/setats/merge"
 	"github.com/setats/setats/proto/setatspb"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 )
 
 // Limits and defaults of table specs (SPEC sections 2 and 3).
@@ -40,7 +38,7 @@ var AllowedOptions = []string{OptionRetentionMs, OptionIgnoreDelete, OptionRemov
 
 // ValidateIdentifier checks a database, table or column name: [A-Za-z_][A-Za-z0-9_]*, at most
 // MaxIdentifierLength bytes. kind ("database", "table", "column") names it in the
-// codes.InvalidArgument status error. Names are case-sensitive.
+// ErrInvalid error. Names are case-sensitive.
 func ValidateIdentifier(kind, name string) error {
 	ok := name != "" && len(name) <= MaxIdentifierLength
 	for i := 0; ok && i < len(name); i++ {
@@ -48,7 +46,7 @@ func ValidateIdentifier(kind, name string) error {
 		ok = c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || i > 0 && c >= '0' && c <= '9'
 	}
 	if !ok {
-		return status.Errorf(codes.InvalidArgument,
+		return errorf(ErrInvalid,
 			"invalid %s name %q: want a letter or _ followed by letters, digits or _, at most %d characters",
 			kind, name, MaxIdentifierLength)
 	}
@@ -65,7 +63,7 @@ func DefaultLocation(warehouseDir, database, table string) string {
 // and the default bucket count. The returned Table has Info.table_id and Info.created_at_ms
 // unset; the Catalog sets them.
 //
-// Rules (SPEC sections 2-4), each violation a codes.InvalidArgument status error naming the
+// Rules (SPEC sections 2-4), each violation an ErrInvalid error naming the
 // table and the column, key or option at fault:
 //   - database ("" means DefaultDatabase), table and column names pass ValidateIdentifier; column
 //     names starting with "_" are reserved (proto/README.md); no duplicate column;
@@ -85,7 +83,7 @@ func DefaultLocation(warehouseDir, database, table string) string {
 //     to the warehouse directory). Info.spec.location holds it as a file:/// URI.
 func ResolveSpec(spec *setatspb.TableSpec, defaults Options) (*Table, error) {
 	if spec == nil {
-		return nil, status.Error(codes.InvalidArgument, "table spec is missing")
+		return nil, newError(ErrInvalid, "table spec is missing")
 	}
 	db, name := spec.GetDatabase(), spec.GetTable()
 	if db == "" {
@@ -99,7 +97,7 @@ func ResolveSpec(spec *setatspb.TableSpec, defaults Options) (*Table, error) {
 	}
 	qn := db + "." + name
 	fail := func(format string, args ...any) error {
-		return status.Errorf(codes.InvalidArgument, "table %s: %s", qn, fmt.Sprintf(format, args...))
+		return errorf(ErrInvalid, "table %s: %s", qn, fmt.Sprintf(format, args...))
 	}
 	root, err := WarehouseDir(defaults.Warehouse)
 	if err != nil {
@@ -113,7 +111,7 @@ func ResolveSpec(spec *setatspb.TableSpec, defaults Options) (*Table, error) {
 	}
 	for i, c := range spec.GetColumns() {
 		if err := ValidateIdentifier("column", c.GetName()); err != nil {
-			return nil, fail("%s", status.Convert(err).Message())
+			return nil, fail("%s", err.Error())
 		}
 		if strings.HasPrefix(c.GetName(), "_") {
 			return nil, fail("column %s: names starting with _ are reserved (_row_kind, _offset, _commit_timestamp)", c.GetName())
@@ -123,7 +121,7 @@ func ResolveSpec(spec *setatspb.TableSpec, defaults Options) (*Table, error) {
 		}
 		typ, notNull, err := ParseColumnType(c.GetType())
 		if err != nil {
-			return nil, fail("column %s: %s", c.GetName(), status.Convert(err).Message())
+			return nil, fail("column %s: %s", c.GetName(), err.Error())
 		}
 		index[c.GetName()] = i
 		t.Columns = append(t.Columns, Column{Name: c.GetName(), Type: typ, NotNull: c.GetNotNull() || notNull, Comment: c.GetComment()})
@@ -195,19 +193,19 @@ func ResolveSpec(spec *setatspb.TableSpec, defaults Options) (*Table, error) {
 	}
 
 	if t.MergeEngine, err = merge.CanonicalEngine(spec.GetMergeEngine()); err != nil {
-		return nil, fail("%s", status.Convert(err).Message())
+		return nil, fail("%s", err.Error())
 	}
 	if t.Options, t.RetentionMs, err = resolveOptions(spec.GetOptions()); err != nil {
-		return nil, fail("%s", status.Convert(err).Message())
+		return nil, fail("%s", err.Error())
 	}
 	if _, err := merge.New(t.MergeEngine, t.Options); err != nil {
-		return nil, fail("%s", status.Convert(err).Message())
+		return nil, fail("%s", err.Error())
 	}
 
 	if spec.GetLocation() == "" {
 		t.Location = DefaultLocation(root, db, name)
 	} else if t.Location, err = localPath("location", spec.GetLocation(), root); err != nil {
-		return nil, fail("%s", status.Convert(err).Message())
+		return nil, fail("%s", err.Error())
 	}
 
 	t.Schema = ArrowSchema(t)
@@ -263,13 +261,13 @@ func resolveOptions(in map[string]string) (map[string]string, int64, error) {
 		case OptionRetentionMs:
 			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
 			if err != nil || n <= 0 {
-				return nil, 0, status.Errorf(codes.InvalidArgument,
+				return nil, 0, errorf(ErrInvalid,
 					"invalid value %q for option %s: want a positive number of milliseconds", v, k)
 			}
 			out[k] = strconv.FormatInt(n, 10)
 			retention = n
 		default:
-			return nil, 0, status.Errorf(codes.InvalidArgument,
+			return nil, 0, errorf(ErrInvalid,
 				"unknown option %q: allowed are %s", k, strings.Join(AllowedOptions, ", "))
 		}
 	}

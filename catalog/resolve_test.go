@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"errors"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -8,8 +9,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/setats/setats/proto/setatspb"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -122,7 +121,7 @@ func TestResolveSpecDefaults(t *testing.T) {
 	if err != nil || !decoded.Equal(s) || !decoded.Metadata().Equal(s.Metadata()) {
 		t.Errorf("arrow_schema round trip: %v\n%v\n%v", err, decoded, s)
 	}
-	if _, err := DecodeArrowSchema([]byte("nope")); status.Code(err) != codes.InvalidArgument {
+	if _, err := DecodeArrowSchema([]byte("nope")); !errors.Is(err, ErrInvalid) {
 		t.Errorf("DecodeArrowSchema(garbage): %v", err)
 	}
 }
@@ -214,7 +213,7 @@ func TestResolveSpecErrors(t *testing.T) {
 		s := ordersSpec()
 		tc.mod(s)
 		_, err := ResolveSpec(s, opts)
-		if status.Code(err) != codes.InvalidArgument {
+		if !errors.Is(err, ErrInvalid) {
 			t.Errorf("%s: err %v, want InvalidArgument", tc.name, err)
 			continue
 		}
@@ -224,10 +223,10 @@ func TestResolveSpecErrors(t *testing.T) {
 			}
 		}
 	}
-	if _, err := ResolveSpec(nil, opts); status.Code(err) != codes.InvalidArgument {
+	if _, err := ResolveSpec(nil, opts); !errors.Is(err, ErrInvalid) {
 		t.Errorf("nil spec: %v", err)
 	}
-	if _, err := ResolveSpec(ordersSpec(), Options{}); status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "warehouse") {
+	if _, err := ResolveSpec(ordersSpec(), Options{}); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "warehouse") {
 		t.Errorf("no warehouse: %v", err)
 	}
 }

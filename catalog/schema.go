@@ -7,8 +7,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 )
 
 // Arrow metadata keys of a table schema (proto/README.md).
@@ -77,11 +75,11 @@ func EncodeArrowSchema(s *arrow.Schema) []byte {
 }
 
 // DecodeArrowSchema reads a schema written by EncodeArrowSchema. A malformed payload is a
-// codes.InvalidArgument status error.
+// ErrInvalid error.
 func DecodeArrowSchema(b []byte) (*arrow.Schema, error) {
 	r, err := ipc.NewReader(bytes.NewReader(b))
 	if err != nil {
-		return nil, status.Errorf(codes.InvalidArgument, "invalid arrow schema: %v", err)
+		return nil, errorf(ErrInvalid, "invalid arrow schema: %w", err)
 	}
 	defer r.Release()
 	return r.Schema(), nil

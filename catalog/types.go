@@ -6,8 +6,6 @@ import (
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 )
 
 // TypeKind is the kind of a Flink SQL type that a Setats column may have (proto/README.md, type
@@ -155,10 +153,10 @@ func TimestampUnit(precision int) arrow.TimeUnit {
 
 // Validate checks the fields of t against the limits of its kind (lengths 1..MaxLength, DECIMAL
 // precision 1..38 and scale 0..precision, time precisions 0..9, unused fields 0). Errors are
-// codes.InvalidArgument status errors naming the type.
+// ErrInvalid errors naming the type.
 func (t Type) Validate() error {
 	if reason := t.check(); reason != "" {
-		return status.Errorf(codes.InvalidArgument, "invalid type %s: %s", t, reason)
+		return errorf(ErrInvalid, "invalid type %s: %s", t, reason)
 	}
 	return nil
 }
@@ -208,7 +206,7 @@ func (t Type) check() string {
 // (bare: 6), TIMESTAMP[(p)] WITH LOCAL TIME ZONE and TIMESTAMP_LTZ[(p)] (bare: 6).
 //
 // A trailing "NOT NULL" or "NULL" is accepted and ignored here: nullability is a column property;
-// ParseColumnType reports it. Errors are codes.InvalidArgument status errors quoting the string.
+// ParseColumnType reports it. Errors are ErrInvalid errors quoting the string.
 func ParseType(s string) (Type, error) {
 	t, _, err := ParseColumnType(s)
 	return t, err
@@ -221,7 +219,7 @@ func ParseColumnType(s string) (t Type, notNull bool, err error) {
 		return Type{}, false, err
 	}
 	bad := func(format string, args ...any) error {
-		return status.Errorf(codes.InvalidArgument, "invalid type %q: %s", s, fmt.Sprintf(format, args...))
+		return errorf(ErrInvalid, "invalid type %q: %s", s, fmt.Sprintf(format, args...))
 	}
 	// Nullability suffix.
 	if n := len(toks); n >= 2 && toks[n-2] == "NOT" && toks[n-1] == "NULL" {
@@ -329,7 +327,7 @@ func ParseColumnType(s string) (t Type, notNull bool, err error) {
 		}
 		t = Type{Kind: TimestampLTZ, Precision: param(0, DefaultTimestampPrecision)}
 	default:
-		return Type{}, false, status.Errorf(codes.InvalidArgument, "unknown type %q", s)
+		return Type{}, false, errorf(ErrInvalid, "unknown type %q", s)
 	}
 	if suffix != "" {
 		return Type{}, false, bad("unexpected %q", suffix)
@@ -359,7 +357,7 @@ func lexType(s string) ([]string, error) {
 			toks = append(toks, strings.ToUpper(s[i:j]))
 			i = j
 		default:
-			return nil, status.Errorf(codes.InvalidArgument, "invalid type %q: unexpected %q", s, string(c))
+			return nil, errorf(ErrInvalid, "invalid type %q: unexpected %q", s, string(c))
 		}
 	}
 	return toks, nil

@@ -1,12 +1,11 @@
 package catalog
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 )
 
 func TestParseType(t *testing.T) {
@@ -114,11 +113,11 @@ func TestParseTypeErrors(t *testing.T) {
 		{"DOUBLE PRECISION(3)", "DOUBLE takes no parameters"},
 	} {
 		_, err := ParseType(tc.in)
-		if status.Code(err) != codes.InvalidArgument {
+		if !errors.Is(err, ErrInvalid) {
 			t.Errorf("ParseType(%q): err %v, want InvalidArgument", tc.in, err)
 			continue
 		}
-		if msg := status.Convert(err).Message(); !strings.Contains(msg, tc.mention) || !strings.Contains(msg, tc.in) {
+		if msg := err.Error(); !strings.Contains(msg, tc.mention) || !strings.Contains(msg, tc.in) {
 			t.Errorf("ParseType(%q): error %q should quote the input and mention %q", tc.in, msg, tc.mention)
 		}
 	}
@@ -195,7 +194,7 @@ func TestTypeValidate(t *testing.T) {
 		{Kind: Timestamp, Precision: 12},
 		{Kind: TypeKind(99)},
 	} {
-		if err := bad.Validate(); status.Code(err) != codes.InvalidArgument {
+		if err := bad.Validate(); !errors.Is(err, ErrInvalid) {
 			t.Errorf("%+v.Validate() = %v, want InvalidArgument", bad, err)
 		}
 	}

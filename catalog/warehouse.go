@@ -4,9 +4,6 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
-
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 )
 
 // NormalizeWarehouse returns the normal form "file:///abs/path" of a warehouse (SPEC sections 0
@@ -16,7 +13,7 @@ import (
 // resolved. Two warehouses are the same when their normal forms are equal.
 //
 // Other schemes (hdfs://, s3://, cosn://, ...) and file URIs with a remote host are a
-// codes.InvalidArgument status error naming the warehouse (object stores: SPEC section 8).
+// ErrInvalid error naming the warehouse (object stores: SPEC section 8).
 func NormalizeWarehouse(w string) (string, error) {
 	p, err := WarehouseDir(w)
 	if err != nil {
@@ -37,27 +34,27 @@ func WarehouseDir(w string) (string, error) {
 func localPath(what, s, base string) (string, error) {
 	v := strings.TrimSpace(s)
 	if v == "" {
-		return "", status.Errorf(codes.InvalidArgument, "%s is empty: want a path or file:///abs/path", what)
+		return "", errorf(ErrInvalid, "%s is empty: want a path or file:///abs/path", what)
 	}
 	p := v
 	if len(v) >= 5 && strings.EqualFold(v[:5], "file:") {
 		u, err := url.Parse(v)
 		if err != nil {
-			return "", status.Errorf(codes.InvalidArgument, "%s %q is not a valid file URI: %v", what, s, err)
+			return "", errorf(ErrInvalid, "%s %q is not a valid file URI: %w", what, s, err)
 		}
 		if u.Host != "" && !strings.EqualFold(u.Host, "localhost") {
-			return "", status.Errorf(codes.InvalidArgument,
+			return "", errorf(ErrInvalid,
 				"%s %q names host %q: only local file URIs (file:///abs/path) are supported", what, s, u.Host)
 		}
 		if u.Opaque != "" || u.Path == "" || !strings.HasPrefix(u.Path, "/") {
-			return "", status.Errorf(codes.InvalidArgument, "%s %q: a file URI needs an absolute path (file:///abs/path)", what, s)
+			return "", errorf(ErrInvalid, "%s %q: a file URI needs an absolute path (file:///abs/path)", what, s)
 		}
 		if u.RawQuery != "" || u.Fragment != "" {
-			return "", status.Errorf(codes.InvalidArgument, "%s %q: a file URI may not have a query or fragment", what, s)
+			return "", errorf(ErrInvalid, "%s %q: a file URI may not have a query or fragment", what, s)
 		}
 		p = u.Path
 	} else if i := strings.Index(v, "://"); i > 0 {
-		return "", status.Errorf(codes.InvalidArgument,
+		return "", errorf(ErrInvalid,
 			"%s %q: scheme %q is not supported yet; use a local path or file:///abs/path (object stores: SPEC section 8)",
 			what, s, v[:i])
 	}
@@ -65,7 +62,7 @@ func localPath(what, s, base string) (string, error) {
 		if base == "" {
 			abs, err := filepath.Abs(p)
 			if err != nil {
-				return "", status.Errorf(codes.InvalidArgument, "%s %q: %v", what, s, err)
+				return "", errorf(ErrInvalid, "%s %q: %w", what, s, err)
 			}
 			p = abs
 		} else {

@@ -304,7 +304,7 @@ func (s *Server) dropTable(db, name string, ignoreIfNotExists bool) error {
 func (s *Server) dropDatabase(db string, ignoreIfNotExists, cascade bool) error {
 	if cascade {
 		names, err := s.cat.ListTables(db)
-		if err != nil && !(ignoreIfNotExists && status.Code(err) == codes.NotFound) {
+		if err != nil && !(ignoreIfNotExists && codeOf(err) == codes.NotFound) {
 			return err
 		}
 		for _, n := range names {

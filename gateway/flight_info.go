@@ -36,7 +36,7 @@ func (f *flightService) ListFlights(c *flight.Criteria, stream flight.FlightServ
 		for _, name := range names {
 			t, err := s.cat.GetTable(db, name)
 			if err != nil {
-				if status.Code(err) == codes.NotFound { // dropped meanwhile
+				if codeOf(err) == codes.NotFound { // dropped meanwhile
 					continue
 				}
 				return statusOr(err, codes.Internal, "get table %s.%s", db, name)

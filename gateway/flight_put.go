@@ -243,7 +243,7 @@ func batchError(err error, code codes.Code, label string, seq int64) error {
 
 // putFailed counts a rejected batch and returns err.
 func (s *Server) putFailed(label string, seq int64, err error) error {
-	s.metrics.writeErrors.WithLabelValues(label, status.Code(err).String()).Inc()
+	s.metrics.writeErrors.WithLabelValues(label, codeOf(err).String()).Inc()
 	s.log.Debug("DoPut batch rejected", "table", label, "batch_seq", seq, "err", err)
 	return err
 }
@@ -297,7 +297,7 @@ func (s *Server) resolveWrite(d *flight.FlightDescriptor) (encoding, *catalog.Ta
 		}
 		db := dbName(cmd.GetDatabase())
 		t, err := s.table(db, cmd.GetTable())
-		if err == nil || status.Code(err) != codes.NotFound || cmd.GetCreateIfAbsent() == nil {
+		if err == nil || codeOf(err) != codes.NotFound || cmd.GetCreateIfAbsent() == nil {
 			return enc, t, err
 		}
 		spec := proto.Clone(cmd.GetCreateIfAbsent()).(*setatspb.TableSpec)

@@ -118,7 +118,7 @@ func checkBucket(t *catalog.Table, partition string, bucket int32) error {
 			label, partition, bucket, t.BucketCount)
 	}
 	if err := partname.Validate(t, partition); err != nil {
-		return status.Errorf(codes.InvalidArgument, "%s (bucket %d)", status.Convert(err).Message(), bucket)
+		return status.Errorf(codes.InvalidArgument, "%s (bucket %d)", err.Error(), bucket)
 	}
 	return nil
 }

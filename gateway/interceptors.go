@@ -10,14 +10,16 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// unaryInterceptor logs failed unary Flight calls and turns a panic into an Internal error, so
-// that one bad request never takes the gateway down.
+// unaryInterceptor logs failed unary Flight calls, turns the typed errors of the packages below
+// the gateway into gRPC status errors (toStatus) and a panic into an Internal error, so that one
+// bad request never takes the gateway down.
 func (s *Server) unaryInterceptor(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (res any, err error) {
 	begin := time.Now()
 	defer func() {
 		if r := recover(); r != nil {
 			err = s.recovered(info.FullMethod, r)
 		}
+		err, _ = toStatus(err)
 		s.logCall(info.FullMethod, begin, err)
 	}()
 	return h(ctx, req)
@@ -30,6 +32,7 @@ func (s *Server) streamInterceptor(srv any, ss grpc.ServerStream, info *grpc.Str
 		if r := recover(); r != nil {
 			err = s.recovered(info.FullMethod, r)
 		}
+		err, _ = toStatus(err)
 		s.logCall(info.FullMethod, begin, err)
 	}()
 	return h(srv, ss)

@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 )
 
 // retentionLoop runs RunRetention every Options.RetentionInterval until Shutdown.
@@ -46,7 +45,7 @@ func (s *Server) RunRetention() int64 {
 			return nil
 		})
 		if err != nil {
-			if status.Code(err) != codes.NotFound { // dropped meanwhile
+			if codeOf(err) != codes.NotFound { // dropped meanwhile
 				s.log.Warn("retention failed", "table", ot.label, "err", err)
 			}
 			continue
@@ -73,7 +72,7 @@ func (s *Server) catalogTables() []*openTable {
 	for _, db := range dbs {
 		names, err := s.cat.ListTables(db)
 		if err != nil {
-			if status.Code(err) != codes.NotFound { // dropped meanwhile
+			if codeOf(err) != codes.NotFound { // dropped meanwhile
 				s.log.Warn("retention: list tables", "database", db, "err", err)
 			}
 			continue
@@ -81,7 +80,7 @@ func (s *Server) catalogTables() []*openTable {
 		for _, name := range names {
 			ot, err := s.openTable(db, name)
 			if err != nil {
-				if status.Code(err) != codes.NotFound && !s.shuttingDown.Load() {
+				if codeOf(err) != codes.NotFound && !s.shuttingDown.Load() {
 					s.log.Warn("retention: open table store", "table", tableLabel(db, name), "err", err)
 				}
 				continue

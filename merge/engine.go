@@ -2,9 +2,6 @@ package merge
 
 import (
 	"strings"
-
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 )
 
 // Canonical merge engine names (SPEC sections 2 and 4), as stored in TableSpec.merge_engine.
@@ -61,7 +58,7 @@ type Engine interface {
 	// may share values with old. The Row of a +I/+U change is next itself; the Row of a -U/-D
 	// change is old itself.
 	//
-	// Errors are codes.InvalidArgument status errors: rows of mismatched length, a kind outside
+	// Errors are ErrInvalid errors: rows of mismatched length, a kind outside
 	// 0..3, and a delete on a PARTIAL_UPDATE table that has neither ignore-delete nor
 	// partial-update.remove-record-on-delete set (the message names both options). On error,
 	// next is old and out is dst.
@@ -70,8 +67,8 @@ type Engine interface {
 
 // CanonicalEngine returns the canonical name of a merge engine, "DEDUPLICATE" or
 // "PARTIAL_UPDATE". The match ignores case and surrounding blanks and treats '-' as '_'
-// ("partial-update" is accepted); "" means DEDUPLICATE. Anything else is a codes.InvalidArgument
-// status error naming the option `merge-engine` (SPEC section 2).
+// ("partial-update" is accepted); "" means DEDUPLICATE. Anything else is an ErrInvalid
+// error naming the option `merge-engine` (SPEC section 2).
 func CanonicalEngine(engine string) (string, error) {
 	e := strings.ToUpper(strings.ReplaceAll(strings.TrimSpace(engine), "-", "_"))
 	switch e {
@@ -80,12 +77,12 @@ func CanonicalEngine(engine string) (string, error) {
 	case PartialUpdate:
 		return PartialUpdate, nil
 	}
-	return "", status.Errorf(codes.InvalidArgument,
+	return "", errorf(ErrInvalid,
 		"invalid merge-engine %q: want DEDUPLICATE or PARTIAL_UPDATE", engine)
 }
 
 // ParseBoolOption parses the value of the boolean table option key: "true" or "false",
-// case-insensitive, surrounding blanks ignored. Anything else is a codes.InvalidArgument status
+// case-insensitive, surrounding blanks ignored. Anything else is an ErrInvalid
 // error naming the option and the value.
 func ParseBoolOption(key, value string) (bool, error) {
 	v := strings.TrimSpace(value)
@@ -95,13 +92,13 @@ func ParseBoolOption(key, value string) (bool, error) {
 	case strings.EqualFold(v, "false"):
 		return false, nil
 	}
-	return false, status.Errorf(codes.InvalidArgument,
+	return false, errorf(ErrInvalid,
 		"invalid value %q for option %s: want true or false", value, key)
 }
 
 // New returns the merge engine named engine (see CanonicalEngine) configured by the table
 // options. New reads OptionIgnoreDelete and OptionRemoveRecordOnDelete and ignores every other
-// key (the catalog validates the full option set). Errors are codes.InvalidArgument status errors
+// key (the catalog validates the full option set). Errors are ErrInvalid errors
 // naming `merge-engine` or the option with the bad value.
 func New(engine string, options map[string]string) (Engine, error) {
 	name, err := CanonicalEngine(engine)
@@ -130,14 +127,14 @@ func New(engine string, options map[string]string) (Engine, error) {
 // checkShapes validates the row lengths of a Merge call and its kind.
 func checkShapes(old Row, kind RowKind, in Row, declared []bool) error {
 	if !kind.Valid() {
-		return status.Errorf(codes.InvalidArgument, "invalid row kind %d: want 0..3", uint8(kind))
+		return errorf(ErrInvalid, "invalid row kind %d: want 0..3", uint8(kind))
 	}
 	if declared != nil && len(declared) != len(in) {
-		return status.Errorf(codes.InvalidArgument,
+		return errorf(ErrInvalid,
 			"merge: %d declared flags for a row of %d columns", len(declared), len(in))
 	}
 	if old != nil && len(old) != len(in) {
-		return status.Errorf(codes.InvalidArgument,
+		return errorf(ErrInvalid,
 			"merge: written row has %d columns, stored row %d", len(in), len(old))
 	}
 	return nil

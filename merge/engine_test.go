@@ -1,11 +1,9 @@
 package merge
 
 import (
+	"errors"
 	"strings"
 	"testing"
-
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 )
 
 func TestCanonicalEngine(t *testing.T) {
@@ -28,7 +26,7 @@ func TestCanonicalEngine(t *testing.T) {
 	}
 	for _, bad := range []string{"first-row", "aggregation", "partial update", "PARTIALUPDATE"} {
 		_, err := CanonicalEngine(bad)
-		if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "merge-engine") {
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "merge-engine") {
 			t.Errorf("CanonicalEngine(%q): err %v, want InvalidArgument naming merge-engine", bad, err)
 		}
 	}
@@ -54,7 +52,7 @@ func TestNewOptions(t *testing.T) {
 			}
 			continue
 		}
-		if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), tc.errName) {
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.errName) {
 			t.Errorf("New(%q, %v): err %v, want InvalidArgument naming %s", tc.engine, tc.options, err, tc.errName)
 		}
 	}
@@ -69,11 +67,11 @@ func TestPartialUpdateDeleteError(t *testing.T) {
 	old := Row{int32(1), "a"}
 	for _, stored := range []Row{old, nil} {
 		next, out, err := e.Merge(nil, stored, Delete, Row{int32(1), "a"}, nil)
-		if status.Code(err) != codes.InvalidArgument {
+		if !errors.Is(err, ErrInvalid) {
 			t.Fatalf("err %v, want InvalidArgument", err)
 		}
 		for _, name := range []string{"ignore-delete", "partial-update.remove-record-on-delete"} {
-			if !strings.Contains(status.Convert(err).Message(), name) {
+			if !strings.Contains(err.Error(), name) {
 				t.Errorf("error %q does not name %s", err, name)
 			}
 		}
@@ -102,7 +100,7 @@ func TestMergeShapeErrors(t *testing.T) {
 			{"bad kind", nil, RowKind(4), Row{int32(1)}, nil},
 		} {
 			next, out, err := e.Merge(dst, tc.old, tc.kind, tc.in, tc.declared)
-			if status.Code(err) != codes.InvalidArgument {
+			if !errors.Is(err, ErrInvalid) {
 				t.Errorf("%s %s: err %v, want InvalidArgument", name, tc.label, err)
 			}
 			if len(out) != 1 || !RowEqual(next, tc.old) {

@@ -1,9 +1,6 @@
 package merge
 
-import (
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-)
+import ()
 
 // partialUpdate is the PARTIAL_UPDATE merge engine (SPEC section 4): for each declared column the
 // written value when not null, else the stored value; undeclared columns keep the stored value
@@ -33,7 +30,7 @@ func (e *partialUpdate) Merge(dst []Change, old Row, kind RowKind, in Row, decla
 			next, out := remove(dst, old)
 			return next, out, nil
 		}
-		return old, dst, status.Errorf(codes.InvalidArgument,
+		return old, dst, errorf(ErrInvalid,
 			"merge engine PARTIAL_UPDATE cannot apply a delete (-D): set table option %s = true to drop deletes, or %s = true to remove the row",
 			OptionIgnoreDelete, OptionRemoveRecordOnDelete)
 	}

@@ -2,9 +2,6 @@ package merge
 
 import (
 	"fmt"
-
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 )
 
 // RowKind is the kind of a changelog row or of a written row, as in Flink's
@@ -46,17 +43,17 @@ func (k RowKind) String() string {
 func (k RowKind) Valid() bool { return k <= Delete }
 
 // ParseRowKind converts a `_row_kind` byte (Flink RowKind#toByteValue) to a RowKind. Values
-// outside 0..3 are a codes.InvalidArgument status error naming `_row_kind` and the value.
+// outside 0..3 are an ErrInvalid error naming `_row_kind` and the value.
 func ParseRowKind(b int8) (RowKind, error) {
 	if b < 0 || b > int8(Delete) {
-		return 0, status.Errorf(codes.InvalidArgument,
+		return 0, errorf(ErrInvalid,
 			"invalid _row_kind %d: want 0 (+I), 1 (-U), 2 (+U) or 3 (-D)", b)
 	}
 	return RowKind(b), nil
 }
 
 // ParseRowKindString converts Flink's short form ("+I", "-U", "+U", "-D") to a RowKind; anything
-// else is a codes.InvalidArgument status error.
+// else is an ErrInvalid error.
 func ParseRowKindString(s string) (RowKind, error) {
 	switch s {
 	case "+I":
@@ -68,5 +65,5 @@ func ParseRowKindString(s string) (RowKind, error) {
 	case "-D":
 		return Delete, nil
 	}
-	return 0, status.Errorf(codes.InvalidArgument, "invalid row kind %q: want +I, -U, +U or -D", s)
+	return 0, errorf(ErrInvalid, "invalid row kind %q: want +I, -U, +U or -D", s)
 }

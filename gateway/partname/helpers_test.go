@@ -1,11 +1,10 @@
 package partname
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/setats/setats/gateway/internal/rowtest"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 )
 
 // Shared test shapes (internal/rowtest), under the names the tests use.
@@ -34,10 +33,11 @@ var (
 	fullRow  = rowtest.FullRow
 )
 
-// wantCode fails unless err is a status error with code c.
-func wantCode(t testing.TB, err error, c codes.Code) {
+// wantKind fails unless err is an *Error of the kind.
+func wantKind(t testing.TB, err error, kind error) {
 	t.Helper()
-	if status.Code(err) != c {
-		t.Fatalf("want %s error, got %v", c, err)
+	var typed *Error
+	if !errors.Is(err, kind) || !errors.As(err, &typed) {
+		t.Fatalf("want an error of kind %v, got %v", kind, err)
 	}
 }

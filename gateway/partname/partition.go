@@ -160,7 +160,7 @@ func isUpperHex(ch byte) bool { return ch >= '0' && ch <= '9' || ch >= 'A' && ch
 // "" for an unpartitioned table; else one "key=value" segment per partition key, in
 // partition-key order, with the columns' names, escapes exactly where Of puts them,
 // and each value in the canonical string form of its column type (ValueString). Errors
-// are codes.InvalidArgument status errors naming the table and the partition.
+// are ErrInvalid errors naming the table and the partition.
 func Validate(tbl *catalog.Table, name string) error {
 	if len(tbl.PartitionKeys) == 0 {
 		if name != "" {

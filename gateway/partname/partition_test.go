@@ -8,7 +8,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/setats/setats/catalog"
 	"github.com/setats/setats/merge"
-	"google.golang.org/grpc/codes"
 )
 
 func TestPartitionName(t *testing.T) {
@@ -86,7 +85,7 @@ func TestValidatePartitionNameErrors(t *testing.T) {
 	}
 	for _, tc := range bad {
 		err := Validate(tbl, tc.name)
-		wantCode(t, err, codes.InvalidArgument)
+		wantKind(t, err, ErrInvalid)
 		if !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "db.p") {
 			t.Errorf("%q: error %q does not contain %q", tc.name, err, tc.want)
 		}
@@ -95,7 +94,7 @@ func TestValidatePartitionNameErrors(t *testing.T) {
 		t.Error(err)
 	}
 	none := mkTable("n", cols, []int{0}, nil, nil, 4)
-	wantCode(t, Validate(none, "dt=a"), codes.InvalidArgument)
+	wantKind(t, Validate(none, "dt=a"), ErrInvalid)
 }
 
 // TestPartitionDecimalExact is a regression case: 38-digit decimals must be parsed exactly

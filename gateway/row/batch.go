@@ -40,7 +40,7 @@ func (b *Batch) Len() int { return len(b.Rows) }
 // The record's columns are a subset of the table's, by name, that includes the whole primary key,
 // plus optionally `_row_kind` (int8, values 0..3). Without `_row_kind` every row is an upsert
 // (+U). The whole record is checked before anything is returned, so a bad record yields no rows.
-// Errors are codes.InvalidArgument status errors naming the table (db.table) and the column, and
+// Errors are ErrInvalid errors naming the table (db.table) and the column, and
 // the row index where one is at fault: an unknown, duplicate or reserved (`_`-prefixed) column, a
 // column whose Arrow type differs from its table type (expected and actual type named), a missing
 // primary-key column, a null in a primary-key or NOT NULL column, a null or out-of-range
@@ -250,7 +250,7 @@ func fill[T any](arr arrow.Array, rows []merge.Row, c int, value func(int) T) {
 // width), valid kinds, declared primary-key columns, non-null primary-key values, values of their
 // columns' types (Go type, valid UTF-8 strings, decimals within their precision) and partition-key
 // values that have a partition name (DATE and TIMESTAMP in the years 0000..9999, TIME within a
-// day). Errors are codes.InvalidArgument status errors naming the table, column and row.
+// day). Errors are ErrInvalid errors naming the table, column and row.
 func (b *Batch) Validate(tbl *catalog.Table) error {
 	ncols := len(tbl.Columns)
 	if b.Declared != nil && len(b.Declared) != ncols {

@@ -11,7 +11,6 @@ import (
 	"github.com/setats/setats/catalog"
 	"github.com/setats/setats/gateway/partname"
 	"github.com/setats/setats/merge"
-	"google.golang.org/grpc/codes"
 )
 
 func TestDecodeAllTypes(t *testing.T) {
@@ -132,7 +131,7 @@ func TestDecodeErrors(t *testing.T) {
 			if b != nil {
 				t.Errorf("got a batch with an error")
 			}
-			wantCode(t, err, codes.InvalidArgument)
+			wantKind(t, err, ErrInvalid)
 			for _, s := range tc.want {
 				if !strings.Contains(err.Error(), s) {
 					t.Errorf("error %q does not contain %q", err, s)
@@ -167,7 +166,7 @@ func TestValidate(t *testing.T) {
 				}
 				return
 			}
-			wantCode(t, err, codes.InvalidArgument)
+			wantKind(t, err, ErrInvalid)
 			if !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error %q does not contain %q", err, tc.want)
 			}
@@ -232,7 +231,7 @@ func TestDecodeMalformedArrays(t *testing.T) {
 			if b != nil {
 				t.Errorf("got a batch with an error")
 			}
-			wantCode(t, err, codes.InvalidArgument)
+			wantKind(t, err, ErrInvalid)
 			for _, s := range []string{"db.all_types", tc.want} {
 				if !strings.Contains(err.Error(), s) {
 					t.Errorf("error %q does not contain %q", err, s)
@@ -305,7 +304,7 @@ func TestPartitionValuesReadable(t *testing.T) {
 				}
 				continue
 			}
-			wantCode(t, err, codes.InvalidArgument)
+			wantKind(t, err, ErrInvalid)
 			if err != nil && (!strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), `column "p" row 0`)) {
 				t.Errorf("%s %v (partition key %v): error %q, want %q naming the column and row", tc.typ, tc.val, part, err, want)
 			}

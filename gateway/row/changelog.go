@@ -10,8 +10,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/setats/setats/catalog"
 	"github.com/setats/setats/merge"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 )
 
 // Schema metadata keys of the DoGet changelog stream (proto/README.md).
@@ -127,10 +125,10 @@ func appender[T any](app func(T)) func(any) bool {
 
 // Append adds one changelog row: its kind, offset, commit time (ms since epoch) and the full
 // row (table column order, nil = null). A value whose Go type does not fit its column is a
-// codes.Internal status error; the builder is then unusable (Release it).
+// ErrInternal error; the builder is then unusable (Release it).
 func (b *ChangelogBuilder) Append(kind merge.RowKind, offset, commitMs int64, r merge.Row) error {
 	if len(r) != len(b.cols) {
-		return status.Errorf(codes.Internal, "table %s: changelog row at offset %d has %d values, the table %d columns", b.tbl.QualifiedName(), offset, len(r), len(b.cols))
+		return errorf(ErrInternal, "table %s: changelog row at offset %d has %d values, the table %d columns", b.tbl.QualifiedName(), offset, len(r), len(b.cols))
 	}
 	b.kind.Append(int8(kind))
 	b.offset.Append(offset)
@@ -142,7 +140,7 @@ func (b *ChangelogBuilder) Append(kind merge.RowKind, offset, commitMs int64, r 
 			continue
 		}
 		if !b.cols[c](v) {
-			return status.Errorf(codes.Internal, "table %s: changelog row at offset %d: column %q: %v", b.tbl.QualifiedName(), offset, b.tbl.Columns[c].Name,
+			return errorf(ErrInternal, "table %s: changelog row at offset %d: column %q: %v", b.tbl.QualifiedName(), offset, b.tbl.Columns[c].Name,
 				fmt.Errorf("value of Go type %T does not fit type %s", v, b.tbl.Columns[c].Type))
 		}
 	}

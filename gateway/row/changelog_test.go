@@ -7,7 +7,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/setats/setats/merge"
-	"google.golang.org/grpc/codes"
 )
 
 func TestChangelogSchema(t *testing.T) {
@@ -97,6 +96,6 @@ func TestChangelogBuilderBadValue(t *testing.T) {
 	defer b.Release()
 	r := fullRow(1, "a")
 	r[2] = "not a bool"
-	wantCode(t, b.Append(merge.Insert, 0, 0, r), codes.Internal)
-	wantCode(t, b.Append(merge.Insert, 0, 0, r[:2]), codes.Internal)
+	wantKind(t, b.Append(merge.Insert, 0, 0, r), ErrInternal)
+	wantKind(t, b.Append(merge.Insert, 0, 0, r[:2]), ErrInternal)
 }

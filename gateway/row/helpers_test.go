@@ -1,6 +1,7 @@
 package row
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -9,8 +10,6 @@ import (
 	"github.com/setats/setats/catalog"
 	"github.com/setats/setats/gateway/internal/rowtest"
 	"github.com/setats/setats/merge"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 )
 
 // Shared test shapes (internal/rowtest), under the names the tests use.
@@ -69,10 +68,11 @@ func field(tbl *catalog.Table, name string) arrow.Field {
 	return tbl.Schema.Field(tbl.ColumnIndex(name))
 }
 
-// wantCode fails unless err is a status error with code c.
-func wantCode(t testing.TB, err error, c codes.Code) {
+// wantKind fails unless err is an *Error of the kind.
+func wantKind(t testing.TB, err error, kind error) {
 	t.Helper()
-	if status.Code(err) != c {
-		t.Fatalf("want %s error, got %v", c, err)
+	var typed *Error
+	if !errors.Is(err, kind) || !errors.As(err, &typed) {
+		t.Fatalf("want an error of kind %v, got %v", kind, err)
 	}
 }

@@ -9,7 +9,6 @@ import (
 
 	"github.com/cockroachdb/datadriven"
 	"github.com/setats/setats/merge"
-	"google.golang.org/grpc/status"
 )
 
 // TestDataDriven runs the files in testdata/ (SPEC cases M1-M12, R1 and more, through the store).
@@ -85,8 +84,7 @@ func TestDataDriven(t *testing.T) {
 				}
 				c, err := st.Write(context.Background(), b)
 				if err != nil {
-					s := status.Convert(err)
-					return fmt.Sprintf("error %s: %s\n", s.Code(), s.Message())
+					return formatError(err)
 				}
 				var sb strings.Builder
 				fmt.Fprintf(&sb, "rows=%d changelog=%d%s commit=%d\n", c.Rows, c.ChangelogRows, formatKinds(c.ChangelogKinds), c.CommitMs)
@@ -142,8 +140,7 @@ func TestDataDriven(t *testing.T) {
 				}
 				es, err := st.Read(bucketArg(), from, max, nil)
 				if err != nil {
-					s := status.Convert(err)
-					return fmt.Sprintf("error %s: %s\n", s.Code(), s.Message())
+					return formatError(err)
 				}
 				var sb strings.Builder
 				for _, e := range es {

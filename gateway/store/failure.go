@@ -5,8 +5,6 @@ import (
 	"strings"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 )
 
 // Storage failures
@@ -44,9 +42,12 @@ func (e *ErrFailed) Error() string {
 
 func (e *ErrFailed) Unwrap() error { return e.Err }
 
-// GRPCStatus maps the failure to codes.Unavailable: the data is intact on disk up to the last
-// acknowledged write, and the table serves again after a restart.
-func (e *ErrFailed) GRPCStatus() *status.Status { return status.New(codes.Unavailable, e.Error()) }
+// ErrorKind returns ErrTableFailed (gRPC Unavailable at the gateway edge: the data is intact on
+// disk up to the last acknowledged write, and the table serves again after a restart).
+func (e *ErrFailed) ErrorKind() error { return ErrTableFailed }
+
+// Is reports whether target is ErrTableFailed, for errors.Is.
+func (e *ErrFailed) Is(target error) bool { return target == ErrTableFailed }
 
 // Err returns the table's storage failure (*ErrFailed), or nil while the table is healthy.
 func (t *Table) Err() error {
@@ -72,7 +73,7 @@ func (t *Table) fail(op string, err error) *ErrFailed {
 
 // pebbleCall runs fn, a call that commits to Pebble, turning a panic of Pebble's commit pipeline
 // (which it raises when its WAL failed, directly or through Logger.Fatalf) into the table's
-// failure; an error fn returns is codes.Internal.
+// failure; an error fn returns is an ErrInternal error.
 func (t *Table) pebbleCall(op string, fn func() error) (err error) {
 	defer func() {
 		if r := recover(); r != nil {

@@ -10,8 +10,6 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 	"github.com/setats/setats/gateway/rowcodec"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 )
 
 // walFault injects errorfs.ErrInjected into the operations of kind on WAL files (*.log) while on.
@@ -65,7 +63,7 @@ func TestWALFailure(t *testing.T) {
 
 			fault.on.Store(true)
 			_, err = st.Write(context.Background(), kvBatch([]int32{4, 5}, "b"))
-			if status.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), "table db.kv") {
+			if !errors.Is(err, ErrTableFailed) || !strings.Contains(err.Error(), "table db.kv") {
 				t.Fatalf("write with a failing WAL %s: %v", tc.name, err)
 			}
 			var f *ErrFailed

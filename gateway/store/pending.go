@@ -77,7 +77,7 @@ func (p *Pending) Done() <-chan struct{} { return p.done }
 
 // Wait waits until the write is durable (its Pebble batch fsynced, SPEC section 7) and its
 // changelog rows are readable, and returns its Commit. Safe to call more than once and from any
-// goroutine. Errors: *ErrFailed (codes.Unavailable) when the WAL write or fsync failed: nothing
+// goroutine. Errors: *ErrFailed (kind ErrTableFailed) when the WAL write or fsync failed: nothing
 // of the write may be assumed durable, and the table refuses writes from then on (failure.go).
 func (p *Pending) Wait() (Commit, error) {
 	<-p.done

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/setats/setats/merge"
-	"google.golang.org/grpc/codes"
 )
 
 // TestApplyPipelined: writes applied one after the other without waiting for their fsyncs each
@@ -30,7 +29,7 @@ func TestApplyPipelined(t *testing.T) {
 	canceled, cancel := context.WithCancel(ctx)
 	cancel()
 	_, err := st.Apply(canceled, kvBatch([]int32{0}, "canceled"))
-	wantCode(t, err, codes.Canceled)
+	wantKind(t, err, context.Canceled)
 	commits := make([]Commit, n)
 	for i := n - 1; i >= 0; i-- {
 		c, err := ps[i].Wait()
@@ -221,7 +220,7 @@ func TestFollowTail(t *testing.T) {
 		t.Fatalf("retention kept from %d, want %d", o.StartOffset, first)
 	}
 	_, err = st.Read(id, first-1, 0, nil)
-	wantCode(t, err, codes.OutOfRange)
+	wantKind(t, err, ErrOutOfRange)
 	if es, err := st.Read(id, first, 0, nil); err != nil || len(es) != 8 || es[0].Offset != first {
 		t.Fatalf("read after retention: %d rows, %v", len(es), err)
 	}

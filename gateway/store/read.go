@@ -9,8 +9,6 @@ import (
 	"github.com/setats/setats/gateway/row"
 	"github.com/setats/setats/gateway/rowcodec"
 	"github.com/setats/setats/merge"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 )
 
 // published returns the durable metadata of bucket id (zero when it never got a row).
@@ -23,10 +21,10 @@ func (t *Table) published(id BucketID) (meta, []byte) {
 	return meta{}, nil
 }
 
-// removedError is the codes.OutOfRange error of a read from an offset retention removed
+// removedError is the ErrOutOfRange error of a read from an offset retention removed
 // (SPEC section 5): it names the table, partition, bucket and the removed range.
 func (t *Table) removedError(id BucketID, from int64, m meta) error {
-	return status.Errorf(codes.OutOfRange,
+	return errorf(ErrOutOfRange,
 		"table %s partition %q bucket %d: offset %d is no longer retained: offsets [%d, %d) were removed by changelog retention (changelog.retention.ms %d); the oldest retained offset is %d",
 		t.tbl.QualifiedName(), id.Partition, id.Bucket, from, 0, m.start, t.retentionMs, m.start)
 }
@@ -37,9 +35,9 @@ func (t *Table) removedError(id BucketID, from int64, m meta) error {
 // empty at offset 0. Offsets the in-memory tail of a followed bucket holds (Follow) are read from
 // memory, older ones from Pebble.
 //
-// Errors (codes.OutOfRange, SPEC section 5): from below the oldest retained offset (the message
+// Errors (ErrOutOfRange, SPEC section 5): from below the oldest retained offset (the message
 // names the table, partition, bucket and the removed range [0, start)), or above the end offset.
-// codes.Unavailable when the table is closed, codes.Internal for storage errors.
+// ErrClosed when the table is closed, ErrInternal for storage errors.
 func (t *Table) Read(id BucketID, from int64, maxRows int, dst []Entry) ([]Entry, error) {
 	dst = dst[:0]
 	if err := t.begin(); err != nil {
@@ -51,7 +49,7 @@ func (t *Table) Read(id BucketID, from int64, maxRows int, dst []Entry) ([]Entry
 		return dst, t.removedError(id, from, m)
 	}
 	if from > m.end {
-		return dst, status.Errorf(codes.OutOfRange, "table %s partition %q bucket %d: offset %d is beyond the end offset %d",
+		return dst, errorf(ErrOutOfRange, "table %s partition %q bucket %d: offset %d is beyond the end offset %d",
 			t.tbl.QualifiedName(), id.Partition, id.Bucket, from, m.end)
 	}
 	upto := m.end
@@ -206,7 +204,7 @@ func (t *Table) offsetForTimestamp(id BucketID, tsMs int64) (offset int64, resol
 
 // Lookup returns the stored row of the primary key in pk (a full-width row whose primary-key
 // values are set; other values are ignored). ok is false when the key is absent.
-// Errors: codes.InvalidArgument for a bad pk row, codes.Unavailable, codes.Internal.
+// Errors: ErrInvalid for a bad pk row, ErrClosed, ErrInternal.
 func (t *Table) Lookup(pk merge.Row) (merge.Row, bool, error) {
 	if err := t.begin(); err != nil {
 		return nil, false, err
@@ -219,7 +217,7 @@ func (t *Table) Lookup(pk merge.Row) (merge.Row, bool, error) {
 	}
 	b.Declared = decl
 	if err := b.Validate(t.tbl); err != nil {
-		return nil, false, err
+		return nil, false, &Error{Kind: ErrInvalid, Err: err}
 	}
 	id := BucketID{Partition: partname.Of(t.tbl, pk), Bucket: buckethash.Bucket(t.tbl, pk)}
 	key := appendStateKey(nil, bucketPrefix(id))

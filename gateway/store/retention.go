@@ -11,7 +11,7 @@ import (
 // and returns how many it removed. Per bucket, the removal and the new oldest retained offset are
 // committed together with fsync; state rows are never touched. A bucket keeps its end offset and
 // newest commit time even when all its rows are gone. Readers of removed offsets get
-// codes.OutOfRange (Read). Errors: codes.Unavailable, codes.Internal.
+// ErrOutOfRange (Read). Errors: ErrClosed, ErrInternal.
 func (t *Table) ApplyRetention(nowMs int64) (removed int64, err error) {
 	if err := t.beginWrite(); err != nil {
 		return 0, err

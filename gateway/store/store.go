@@ -15,8 +15,6 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/setats/setats/catalog"
 	"github.com/setats/setats/merge"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 )
 
 // DefaultRetentionMs is the changelog retention of a table without changelog.retention.ms when
@@ -148,15 +146,15 @@ type bucket struct {
 
 // Open opens (creating when needed) the Pebble DB of tbl at tbl.Location/data and rebuilds the
 // buckets' offsets from it. tbl must be resolved (catalog.ResolveSpec) and is shared, not copied.
-// Errors: codes.InvalidArgument for a bad merge engine or options, codes.FailedPrecondition for
-// data of another format version, codes.Internal for I/O errors.
+// Errors: ErrInvalid for a bad merge engine or options, ErrFailedPrecondition for
+// data of another format version, ErrInternal for I/O errors.
 func Open(tbl *catalog.Table, opts Options) (*Table, error) {
 	engine, err := merge.New(tbl.MergeEngine, tbl.Options)
 	if err != nil {
 		return nil, err
 	}
 	if tbl.Location == "" {
-		return nil, status.Errorf(codes.InvalidArgument, "table %s: no location", tbl.QualifiedName())
+		return nil, errorf(ErrInvalid, "table %s: no location", tbl.QualifiedName())
 	}
 	t := &Table{
 		tbl:     tbl,
@@ -198,14 +196,14 @@ func Open(tbl *catalog.Table, opts Options) (*Table, error) {
 	}
 	if err := mkdirAllSynced(fs, dir); err != nil {
 		t.cache.Unref()
-		return nil, status.Errorf(codes.Internal, "table %s: %v", tbl.QualifiedName(), err)
+		return nil, errorf(ErrInternal, "table %s: %w", tbl.QualifiedName(), err)
 	}
 	po := pebbleOptions(t.cache, t.log)
 	po.FS = walFS{fs}
 	db, err := openPebble(dir, po)
 	if err != nil {
 		t.cache.Unref()
-		return nil, status.Errorf(codes.Internal, "table %s: open %s: %v", tbl.QualifiedName(), dir, err)
+		return nil, errorf(ErrInternal, "table %s: open %s: %w", tbl.QualifiedName(), dir, err)
 	}
 	t.db = db
 	if err := t.load(); err != nil {
@@ -250,7 +248,7 @@ func (t *Table) load() error {
 		got := string(v)
 		_ = closer.Close()
 		if got != formatVersion {
-			return status.Errorf(codes.FailedPrecondition, "table %s: data in %s has format %q, this gateway reads %q",
+			return errorf(ErrFailedPrecondition, "table %s: data in %s has format %q, this gateway reads %q",
 				t.tbl.QualifiedName(), t.tbl.Location, got, formatVersion)
 		}
 	}
@@ -274,7 +272,7 @@ func (t *Table) load() error {
 }
 
 func (t *Table) internal(err error) error {
-	return status.Errorf(codes.Internal, "table %s: store: %v", t.tbl.QualifiedName(), err)
+	return errorf(ErrInternal, "table %s: store: %w", t.tbl.QualifiedName(), err)
 }
 
 func (t *Table) internalOrNil(err error) error {
@@ -290,7 +288,7 @@ func (t *Table) Catalog() *catalog.Table { return t.tbl }
 // RetentionMs returns the changelog retention in force (ms): the table's, else the default.
 func (t *Table) RetentionMs() int64 { return t.retentionMs }
 
-// begin takes the shared operation lock; it fails with codes.Unavailable once the table closed.
+// begin takes the shared operation lock; it fails with ErrClosed once the table closed.
 func (t *Table) begin() error {
 	t.ops.RLock()
 	t.mu.Lock()
@@ -298,7 +296,7 @@ func (t *Table) begin() error {
 	t.mu.Unlock()
 	if closed {
 		t.ops.RUnlock()
-		return status.Errorf(codes.Unavailable, "table %s is closed", t.tbl.QualifiedName())
+		return errorf(ErrClosed, "table %s is closed", t.tbl.QualifiedName())
 	}
 	return nil
 }
@@ -407,7 +405,7 @@ func (t *Table) Wait(id BucketID, offset int64) <-chan struct{} {
 func (t *Table) Done() <-chan struct{} { return t.done }
 
 // Close waits for running operations, closes every waiter and the Pebble DB. Later calls of any
-// method fail with codes.Unavailable (Wait returns a closed channel). Safe to call twice. A
+// method fail with ErrClosed (Wait returns a closed channel). Safe to call twice. A
 // failed table (Err) is only marked closed: its operations may be blocked in Pebble for good and
 // its DB cannot be closed (failure.go); Close returns the failure at once.
 func (t *Table) Close() error {

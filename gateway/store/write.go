@@ -13,8 +13,6 @@ import (
 	"github.com/setats/setats/gateway/row"
 	"github.com/setats/setats/gateway/rowcodec"
 	"github.com/setats/setats/merge"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 )
 
 // group is the part of a write batch that falls into one bucket.
@@ -66,15 +64,15 @@ func (t *Table) Write(ctx context.Context, b *row.Batch) (Commit, error) {
 // emits get dense offsets per bucket (+1 per row) and one commit time: max(clock, newest commit
 // time of every touched bucket), so commit times never decrease within a bucket. State rows,
 // changelog rows and bucket metadata of all touched buckets go into one Pebble batch committed
-// with fsync. The batch is atomic: when any row fails (a bad row: codes.InvalidArgument; a merge
+// with fsync. The batch is atomic: when any row fails (a bad row: ErrInvalid; a merge
 // error such as a delete on a PARTIAL_UPDATE table without a delete option, SPEC case M7)
 // nothing of it is applied and Apply returns the error.
 //
 // Rows of different buckets are merged in parallel. Writes touching disjoint buckets run in
 // parallel; writes sharing a bucket are prepared one after the other, in the order their Apply
-// calls took the bucket locks. Errors: codes.InvalidArgument (bad batch, merge errors),
-// codes.Canceled or DeadlineExceeded (ctx done before the commit), codes.Unavailable (table
-// closed), codes.Internal (storage).
+// calls took the bucket locks. Errors: ErrInvalid (bad batch, merge errors),
+// context.Canceled or DeadlineExceeded kinds (ctx done before the commit), ErrClosed (table
+// closed), ErrInternal (storage).
 func (t *Table) Apply(ctx context.Context, b *row.Batch) (*Pending, error) {
 	if err := t.beginWrite(); err != nil {
 		return nil, err
@@ -88,7 +86,7 @@ func (t *Table) Apply(ctx context.Context, b *row.Batch) (*Pending, error) {
 		}
 	}()
 	if err := b.Validate(t.tbl); err != nil {
-		return nil, err
+		return nil, &Error{Kind: ErrInvalid, Err: err}
 	}
 	if len(b.Rows) == 0 {
 		return donePending(Commit{Table: t.tbl, CommitMs: t.clock()}), nil
@@ -115,7 +113,7 @@ func (t *Table) apply(ctx context.Context, b *row.Batch) (*Pending, error) {
 		}
 	}()
 	if err := ctx.Err(); err != nil {
-		return nil, status.FromContextError(err).Err()
+		return nil, contextError(err)
 	}
 
 	// Commit time and starting metadata (stable: we hold the writer locks).
@@ -170,7 +168,7 @@ func (t *Table) apply(ctx context.Context, b *row.Batch) (*Pending, error) {
 		return nil, failed.err
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, status.FromContextError(err).Err()
+		return nil, contextError(err)
 	}
 
 	// One batch, one fsync (waited for by Pending.sync).
@@ -398,11 +396,8 @@ func (t *Table) lookup(slots []slot) error {
 	return t.internalOrNil(it.Error())
 }
 
-// mergeError names the table and the row in a merge engine's error, keeping its code.
+// mergeError names the table and the row in a merge engine's error: an ErrInvalid error that
+// wraps it.
 func (t *Table) mergeError(err error, r int32) error {
-	st, ok := status.FromError(err)
-	if !ok {
-		return status.Errorf(codes.InvalidArgument, "table %s: row %d: %v", t.tbl.QualifiedName(), r, err)
-	}
-	return status.Errorf(st.Code(), "table %s: row %d: %s", t.tbl.QualifiedName(), r, st.Message())
+	return errorf(ErrInvalid, "table %s: row %d: %w", t.tbl.QualifiedName(), r, err)
 }
