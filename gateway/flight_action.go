@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"sort"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
@@ -9,6 +10,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/setats/setats/catalog"
+	"github.com/setats/setats/gateway/auth"
 	"github.com/setats/setats/gateway/store"
 	"github.com/setats/setats/proto/setatspb"
 )
@@ -55,13 +57,14 @@ func (f *flightService) ListActions(_ *flight.Empty, stream flight.FlightService
 
 // DoAction serves the actions of proto/README.md. The body is decoded as binary protobuf or
 // JSON (codec.go) and every result is encoded the same way. Each action checks the request's
-// CatalogContext first. An unknown type is InvalidArgument naming it.
+// CatalogContext first, then authorizes the caller (authz.go; privileges in gateway/README.md).
+// An unknown type is InvalidArgument naming it.
 func (f *flightService) DoAction(a *flight.Action, stream flight.FlightService_DoActionServer) error {
 	s := f.s
 	if a.GetType() == ActionWatch {
 		return s.watch(a.GetBody(), stream)
 	}
-	enc, res, err := s.action(a.GetType(), a.GetBody())
+	enc, res, err := s.action(stream.Context(), a.GetType(), a.GetBody())
 	if err != nil {
 		return err
 	}
@@ -73,11 +76,14 @@ func (f *flightService) DoAction(a *flight.Action, stream flight.FlightService_D
 }
 
 // action runs one single-result action and returns the request's encoding and the result.
-func (s *Server) action(typ string, body []byte) (encoding, proto.Message, error) {
+func (s *Server) action(ctx context.Context, typ string, body []byte) (encoding, proto.Message, error) {
 	switch typ {
 	case ActionGatewayInfo:
 		enc, err := decodeMsg(body, &setatspb.Empty{}, typ+" body")
 		if err != nil {
+			return enc, nil, err
+		}
+		if err := s.authenticated(ctx, typ); err != nil {
 			return enc, nil, err
 		}
 		return enc, &setatspb.GatewayInfo{
@@ -92,6 +98,9 @@ func (s *Server) action(typ string, body []byte) (encoding, proto.Message, error
 		req := &setatspb.DatabaseRequest{}
 		enc, err := s.decodeChecked(body, req, typ, req.GetCatalog)
 		if err != nil {
+			return enc, nil, err
+		}
+		if err := s.authorize(ctx, typ, privAdmin, req.GetDatabase(), auth.Any); err != nil {
 			return enc, nil, err
 		}
 		if req.GetDatabase() == "" {
@@ -113,16 +122,28 @@ func (s *Server) action(typ string, body []byte) (encoding, proto.Message, error
 		if err != nil {
 			return enc, nil, err
 		}
+		if err := s.authenticated(ctx, typ); err != nil {
+			return enc, nil, err
+		}
 		dbs, err := s.cat.ListDatabases()
 		if err != nil {
 			return enc, nil, statusOr(err, codes.Internal, "list databases")
 		}
-		return enc, &setatspb.ListDatabasesResponse{Databases: dbs}, nil
+		visible := make([]string, 0, len(dbs))
+		for _, db := range dbs { // only the databases the caller holds a grant on
+			if s.auth.SeesDatabase(ctx, db) {
+				visible = append(visible, db)
+			}
+		}
+		return enc, &setatspb.ListDatabasesResponse{Databases: visible}, nil
 
 	case ActionCreateTable:
 		req := &setatspb.CreateTableRequest{}
 		enc, err := s.decodeChecked(body, req, typ, req.GetCatalog)
 		if err != nil {
+			return enc, nil, err
+		}
+		if err := s.authorizeCreate(ctx, typ, req.GetSpec(), req.GetIgnoreIfExists()); err != nil {
 			return enc, nil, err
 		}
 		if req.GetSpec() == nil {
@@ -141,6 +162,13 @@ func (s *Server) action(typ string, body []byte) (encoding, proto.Message, error
 			return enc, nil, err
 		}
 		db := dbName(req.GetDatabase())
+		priv := privRead
+		if typ == ActionDropTable {
+			priv = privAdmin
+		}
+		if err := s.authorize(ctx, typ, priv, db, req.GetTable()); err != nil {
+			return enc, nil, err
+		}
 		switch typ {
 		case ActionDropTable:
 			if err := s.dropTable(db, req.GetTable(), req.GetIgnoreIfNotExists()); err != nil {
@@ -176,12 +204,21 @@ func (s *Server) action(typ string, body []byte) (encoding, proto.Message, error
 		if err != nil {
 			return enc, nil, err
 		}
+		if err := s.authenticated(ctx, typ); err != nil {
+			return enc, nil, err
+		}
 		db := dbName(req.GetDatabase())
 		names, err := s.cat.ListTables(db)
 		if err != nil {
 			return enc, nil, statusOr(err, codes.Internal, "list tables of database %s", db)
 		}
-		return enc, &setatspb.ListTablesResponse{Tables: names}, nil
+		visible := make([]string, 0, len(names))
+		for _, n := range names { // only the tables the caller may read
+			if s.auth.SeesTable(ctx, db, n) {
+				visible = append(visible, n)
+			}
+		}
+		return enc, &setatspb.ListTablesResponse{Tables: visible}, nil
 
 	case ActionLookupOffsets:
 		req := &setatspb.LookupOffsetsRequest{}
@@ -189,10 +226,26 @@ func (s *Server) action(typ string, body []byte) (encoding, proto.Message, error
 		if err != nil {
 			return enc, nil, err
 		}
+		if err := s.authorize(ctx, typ, privRead, dbName(req.GetDatabase()), req.GetTable()); err != nil {
+			return enc, nil, err
+		}
 		res, err := s.lookupOffsets(req)
 		return enc, res, err
 	}
 	return encBinary, nil, status.Errorf(codes.InvalidArgument, "unknown action type %q (ListActions lists the action types)", typ)
+}
+
+// authorizeCreate authorizes creating the table of spec (create-table, DoPut's
+// create_if_absent): admin on the table, which covers creating its database when missing. With
+// ignoreIfExists and an existing table nothing is created, and read on it is enough.
+func (s *Server) authorizeCreate(ctx context.Context, call string, spec *setatspb.TableSpec, ignoreIfExists bool) error {
+	db := dbName(spec.GetDatabase())
+	if ignoreIfExists && spec.GetTable() != "" {
+		if _, err := s.cat.GetTable(db, spec.GetTable()); err == nil {
+			return s.authorize(ctx, call, privRead, db, spec.GetTable())
+		}
+	}
+	return s.authorize(ctx, call, privAdmin, db, spec.GetTable())
 }
 
 // decodeChecked decodes an action body and checks the CatalogContext it carries.

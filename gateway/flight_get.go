@@ -39,6 +39,11 @@ func (f *flightService) DoGet(tkt *flight.Ticket, stream flight.FlightService_Do
 	if err := s.checkCatalog(t.GetCatalog()); err != nil {
 		return err
 	}
+	ctx := stream.Context()
+	db := dbName(t.GetDatabase())
+	if err := s.authorize(ctx, "DoGet", privRead, db, t.GetTable()); err != nil {
+		return err
+	}
 	ot, err := s.openTable(t.GetDatabase(), t.GetTable())
 	if err != nil {
 		return err
@@ -119,8 +124,8 @@ func (f *flightService) DoGet(tkt *flight.Ticket, stream flight.FlightService_Do
 	defer s.metrics.openStreams.Dec()
 	rowsRead := s.metrics.readCounters(ot.label)
 	var kinds [4]int
-	ctx := stream.Context()
 	var buf []store.Entry
+	authChanged := s.auth.Changed() // a users file change: check the grant again
 	sent := false
 	// send writes the rows appended to bld as one record batch.
 	send := func() error {
@@ -142,6 +147,14 @@ func (f *flightService) DoGet(tkt *flight.Ticket, stream flight.FlightService_Do
 	for {
 		if !follow && next >= end {
 			return nil
+		}
+		select {
+		case <-authChanged:
+			if err := s.authorize(ctx, "DoGet", privRead, db, t.GetTable()); err != nil {
+				return err
+			}
+			authChanged = s.auth.Changed()
+		default:
 		}
 		limit := maxRows
 		if !follow && end-next < int64(limit) {
@@ -203,6 +216,7 @@ func (f *flightService) DoGet(tkt *flight.Ticket, stream flight.FlightService_Do
 		}
 		select {
 		case <-wait:
+		case <-authChanged: // checked at the top of the loop
 		case <-ctx.Done():
 			return nil
 		case <-ot.gone:

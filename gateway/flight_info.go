@@ -19,6 +19,10 @@ import (
 // database, or a database name (NotFound when it does not exist).
 func (f *flightService) ListFlights(c *flight.Criteria, stream flight.FlightService_ListFlightsServer) error {
 	s := f.s
+	ctx := stream.Context()
+	if err := s.authenticated(ctx, "ListFlights"); err != nil {
+		return err
+	}
 	var dbs []string
 	if db := string(c.GetExpression()); db != "" {
 		dbs = []string{db}
@@ -34,6 +38,9 @@ func (f *flightService) ListFlights(c *flight.Criteria, stream flight.FlightServ
 			return statusOr(err, codes.Internal, "list tables of database %s", db)
 		}
 		for _, name := range names {
+			if !s.auth.SeesTable(ctx, db, name) { // only the tables the caller may read
+				continue
+			}
 			t, err := s.cat.GetTable(db, name)
 			if err != nil {
 				if codeOf(err) == codes.NotFound { // dropped meanwhile
@@ -101,10 +108,13 @@ func tableSchema(t *catalog.Table) *arrow.Schema {
 
 // GetSchema answers the changelog schema of the table named by a PATH descriptor or a
 // ReadCommand.
-func (f *flightService) GetSchema(_ context.Context, d *flight.FlightDescriptor) (*flight.SchemaResult, error) {
+func (f *flightService) GetSchema(ctx context.Context, d *flight.FlightDescriptor) (*flight.SchemaResult, error) {
 	s := f.s
 	req, err := s.parseReadDescriptor(d)
 	if err != nil {
+		return nil, err
+	}
+	if err := s.authorize(ctx, "GetSchema", privRead, req.cmd.GetDatabase(), req.cmd.GetTable()); err != nil {
 		return nil, err
 	}
 	t, err := s.table(req.cmd.GetDatabase(), req.cmd.GetTable())
@@ -119,10 +129,13 @@ func (f *flightService) GetSchema(_ context.Context, d *flight.FlightDescriptor)
 // encoding (binary for a PATH descriptor). The start position is carried over, except LATEST,
 // which is resolved here to each bucket's end offset so that no row written between planning and
 // reading is lost. TotalRecords is the rows a bounded read returns, -1 when following.
-func (f *flightService) GetFlightInfo(_ context.Context, d *flight.FlightDescriptor) (*flight.FlightInfo, error) {
+func (f *flightService) GetFlightInfo(ctx context.Context, d *flight.FlightDescriptor) (*flight.FlightInfo, error) {
 	s := f.s
 	req, err := s.parseReadDescriptor(d)
 	if err != nil {
+		return nil, err
+	}
+	if err := s.authorize(ctx, "GetFlightInfo", privRead, req.cmd.GetDatabase(), req.cmd.GetTable()); err != nil {
 		return nil, err
 	}
 	cmd := req.cmd

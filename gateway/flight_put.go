@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -46,7 +47,8 @@ func (f *flightService) DoPut(stream flight.FlightService_DoPutServer) error {
 	if err != nil {
 		return ipcStatus(err, "DoPut: read the Arrow IPC schema message")
 	}
-	enc, tbl, err := s.resolveWrite(rdr.LatestFlightDescriptor())
+	ctx := stream.Context()
+	enc, tbl, err := s.resolveWrite(ctx, rdr.LatestFlightDescriptor())
 	if err != nil {
 		rdr.Release()
 		return err
@@ -57,7 +59,7 @@ func (f *flightService) DoPut(stream flight.FlightService_DoPutServer) error {
 		return err
 	}
 	label := ot.label
-	ctx := stream.Context()
+	authChanged := s.auth.Changed() // a users file change: check the grant again
 
 	quit := make(chan struct{})
 	defer close(quit)
@@ -88,6 +90,13 @@ apply:
 					"table %s: gateway is shutting down; batches from batch_seq %d on were not applied, resend them to another gateway or after the restart", label, seq)
 				break apply
 			}
+		case <-authChanged:
+			if err := s.authorize(ctx, "DoPut", privWrite, tbl.Database, tbl.Name); err != nil {
+				failure = s.putFailed(label, seq, err)
+				break apply
+			}
+			authChanged = s.auth.Changed()
+			continue
 		}
 		if !ok {
 			break
@@ -274,7 +283,7 @@ func (s *Server) committed(t *catalog.Table, label string, c store.Commit) {
 
 // resolveWrite turns a DoPut descriptor into the answer encoding and the target table, creating
 // the table (and its database) from WriteCommand.create_if_absent when it does not exist.
-func (s *Server) resolveWrite(d *flight.FlightDescriptor) (encoding, *catalog.Table, error) {
+func (s *Server) resolveWrite(ctx context.Context, d *flight.FlightDescriptor) (encoding, *catalog.Table, error) {
 	if d == nil {
 		return 0, nil, status.Error(codes.InvalidArgument, "DoPut: the first message carries no flight descriptor")
 	}
@@ -282,6 +291,9 @@ func (s *Server) resolveWrite(d *flight.FlightDescriptor) (encoding, *catalog.Ta
 	case flight.DescriptorPATH:
 		db, name, err := pathTable(d.GetPath())
 		if err != nil {
+			return 0, nil, err
+		}
+		if err := s.authorize(ctx, "DoPut", privWrite, db, name); err != nil {
 			return 0, nil, err
 		}
 		t, err := s.table(db, name)
@@ -296,6 +308,9 @@ func (s *Server) resolveWrite(d *flight.FlightDescriptor) (encoding, *catalog.Ta
 			return enc, nil, err
 		}
 		db := dbName(cmd.GetDatabase())
+		if err := s.authorize(ctx, "DoPut", privWrite, db, cmd.GetTable()); err != nil {
+			return enc, nil, err
+		}
 		t, err := s.table(db, cmd.GetTable())
 		if err == nil || codeOf(err) != codes.NotFound || cmd.GetCreateIfAbsent() == nil {
 			return enc, t, err
@@ -311,6 +326,9 @@ func (s *Server) resolveWrite(d *flight.FlightDescriptor) (encoding, *catalog.Ta
 			return enc, nil, status.Errorf(codes.InvalidArgument,
 				"WriteCommand names table %s.%s but create_if_absent names %s.%s",
 				db, cmd.GetTable(), dbName(spec.Database), spec.Table)
+		}
+		if err := s.authorize(ctx, "DoPut (create_if_absent)", privAdmin, db, spec.Table); err != nil {
+			return enc, nil, err
 		}
 		t, created, err := s.createTable(spec, true, true)
 		if err != nil {

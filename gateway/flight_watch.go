@@ -30,6 +30,18 @@ func (s *Server) watch(body []byte, stream flight.FlightService_DoActionServer) 
 	if db == "" && req.GetTable() != "" {
 		db = DefaultDatabase
 	}
+	ctx := stream.Context()
+	// check authorizes the watch: read on the table, or any user for a watch over a database or
+	// every database, which relays only notifications of tables the caller may read.
+	check := func() error {
+		if req.GetTable() == "" {
+			return s.authenticated(ctx, ActionWatch)
+		}
+		return s.authorize(ctx, ActionWatch, privRead, db, req.GetTable())
+	}
+	if err := check(); err != nil {
+		return err
+	}
 	ch := make(chan *nats.Msg, watchBuffer)
 	sub, err := s.nats.nc.ChanSubscribe(watchSubject(db, req.GetTable()), ch)
 	if err != nil {
@@ -53,17 +65,24 @@ func (s *Server) watch(body []byte, stream flight.FlightService_DoActionServer) 
 	if err := send(&setatspb.Notification{Kind: setatspb.NotificationKind_READY, Database: db, Table: req.GetTable()}); err != nil {
 		return err
 	}
-	ctx := stream.Context()
+	authChanged := s.auth.Changed()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-authChanged:
+			if err := check(); err != nil {
+				return err
+			}
+			authChanged = s.auth.Changed()
 		case <-s.quit:
 			return status.Error(codes.Unavailable, "watch: gateway is shutting down")
 		case m := <-ch:
-			n := &setatspb.Notification{}
-			if err := jsonIn.Unmarshal(m.Data, n); err != nil {
-				s.log.Warn("watch: bad notification on NATS", "subject", m.Subject, "err", err)
+			n, ok := s.nats.verify(m)
+			if !ok {
+				continue
+			}
+			if !s.watchAllowed(ctx, n.GetDatabase(), n.GetTable()) {
 				continue
 			}
 			if err := send(n); err != nil {

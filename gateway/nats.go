@@ -1,16 +1,24 @@
 package gateway
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
 	"fmt"
 	"log/slog"
 	"net"
+	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	natsserver "github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/crypto/bcrypt"
 
+	"github.com/setats/setats/gateway/auth"
 	"github.com/setats/setats/proto/setatspb"
 )
 
@@ -35,7 +43,16 @@ type notifier struct {
 	m   *metrics
 	ns  *natsserver.Server // nil with an external server
 	nc  *nats.Conn
-	url string // URL clients use to reach the NATS server
+	url string // URL of the NATS server, without credentials (ready file, logs)
+	// user and pass are the embedded server's generated credential ("" with an external one).
+	user, pass string
+	// secret signs the gateway's notifications (HMAC-SHA256 in the Setats-Signature header);
+	// watch relays only messages it verifies (SPEC section 14: never relay what the gateway did
+	// not publish). Random per gateway process.
+	secret []byte
+	// forged counts messages on setats.> that failed the check and were dropped.
+	forged  prometheus.Counter
+	dropped atomic.Int64
 	// closed is closed by nats.go once the connection is closed (after a drain).
 	closed chan struct{}
 }
@@ -64,7 +81,14 @@ func natsListenHostPort(addr string) (string, int, error) {
 // opens the gateway's connection. An external server that is down does not fail the start: the
 // connection keeps retrying and /readyz reports it.
 func startNATS(o *Options, log *slog.Logger, m *metrics) (*notifier, error) {
-	n := &notifier{log: log, m: m, closed: make(chan struct{})}
+	n := &notifier{log: log, m: m, closed: make(chan struct{}), secret: []byte(auth.RandomSecret(32))}
+	n.forged = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "setats_nats_forged_dropped_total",
+		Help: "Messages on setats subjects that the gateway did not publish (bad or missing signature), dropped by watch.",
+	})
+	if err := m.reg.Register(n.forged); err != nil {
+		return nil, err
+	}
 	copts := []nats.Option{
 		nats.Name("setats-gateway"),
 		nats.DrainTimeout(2 * time.Second),
@@ -88,11 +112,24 @@ func startNATS(o *Options, log *slog.Logger, m *metrics) (*notifier, error) {
 			log.Warn("nats error", "subject", subj, "err", err)
 		}),
 	}
+	connectURL := o.NATSURL
 	if o.NATSURL != "" {
-		n.url = o.NATSURL
+		n.url = redactURL(o.NATSURL)
 		copts = append(copts, nats.RetryOnFailedConnect(true))
+		if o.NATSCreds != "" {
+			copts = append(copts, nats.UserCredentials(o.NATSCreds))
+		}
 	} else {
 		host, port, err := natsListenHostPort(o.NATSListen)
+		if err != nil {
+			return nil, err
+		}
+		// A credential only this process knows: nobody else may publish or subscribe.
+		user, pass := "setats-gateway", auth.RandomSecret(24)
+		n.user, n.pass = user, pass
+		// The server keeps a bcrypt hash (nats-server warns about plain passwords); the password
+		// is random, so the lowest cost is enough.
+		hash, err := bcrypt.GenerateFromPassword([]byte(pass), bcrypt.MinCost)
 		if err != nil {
 			return nil, err
 		}
@@ -102,6 +139,8 @@ func startNATS(o *Options, log *slog.Logger, m *metrics) (*notifier, error) {
 			Port:       port,
 			NoSigs:     true,
 			MaxPayload: 1 << 20,
+			Username:   user,
+			Password:   string(hash),
 		})
 		if err != nil {
 			return nil, fmt.Errorf("embedded nats server on %s: %w", o.NATSListen, err)
@@ -114,9 +153,10 @@ func startNATS(o *Options, log *slog.Logger, m *metrics) (*notifier, error) {
 		}
 		n.ns = ns
 		n.url = dialableNATSURL(ns)
-		copts = append(copts, nats.InProcessServer(ns))
+		connectURL = n.url
+		copts = append(copts, nats.InProcessServer(ns), nats.UserInfo(user, pass))
 	}
-	nc, err := nats.Connect(n.url, copts...)
+	nc, err := nats.Connect(connectURL, copts...)
 	if err != nil {
 		if n.ns != nil {
 			n.ns.Shutdown()
@@ -199,7 +239,10 @@ func (n *notifier) publish(note *setatspb.Notification) {
 	}
 	b, err := jsonOut.Marshal(note)
 	if err == nil {
-		err = n.nc.Publish(subject(note.GetDatabase(), note.GetTable(), notificationKindSubject(note.GetKind())), b)
+		msg := nats.NewMsg(subject(note.GetDatabase(), note.GetTable(), notificationKindSubject(note.GetKind())))
+		msg.Data = b
+		msg.Header.Set(signatureHeader, n.sign(msg.Subject, b))
+		err = n.nc.PublishMsg(msg)
 	}
 	if err != nil {
 		n.m.natsPubErrors.Inc()
@@ -208,6 +251,62 @@ func (n *notifier) publish(note *setatspb.Notification) {
 		return
 	}
 	n.m.natsPublished.Inc()
+}
+
+// signatureHeader carries the HMAC-SHA256 of a notification (base64url of
+// HMAC(secret, subject "\n" payload)).
+const signatureHeader = "Setats-Signature"
+
+// sign returns the signature of a notification on subject.
+func (n *notifier) sign(subject string, payload []byte) string {
+	h := hmac.New(sha256.New, n.secret)
+	h.Write([]byte(subject))
+	h.Write([]byte{'\n'})
+	h.Write(payload)
+	return base64.RawURLEncoding.EncodeToString(h.Sum(nil))
+}
+
+// verify checks that m was published by this gateway (its signature) and decodes it. Anything
+// else is dropped: counted in setats_nats_forged_dropped_total and logged (the first, then every
+// 1000th).
+func (n *notifier) verify(m *nats.Msg) (*setatspb.Notification, bool) {
+	got := ""
+	if m.Header != nil {
+		got = m.Header.Get(signatureHeader)
+	}
+	if got == "" || !hmac.Equal([]byte(got), []byte(n.sign(m.Subject, m.Data))) {
+		n.forged.Inc()
+		if c := n.dropped.Add(1); c%1000 == 1 {
+			n.log.Warn("dropped a message on a notification subject that this gateway did not publish",
+				"subject", m.Subject, "dropped_so_far", c)
+		}
+		return nil, false
+	}
+	note := &setatspb.Notification{}
+	if err := jsonIn.Unmarshal(m.Data, note); err != nil {
+		n.log.Warn("watch: bad notification on NATS", "subject", m.Subject, "err", err)
+		return nil, false
+	}
+	return note, true
+}
+
+// redactURL removes passwords from a NATS URL list (nats://user:pass@host:4222,...) for logs and
+// the ready file.
+func redactURL(urls string) string {
+	parts := strings.Split(urls, ",")
+	for i, p := range parts {
+		u, err := url.Parse(strings.TrimSpace(p))
+		if err != nil || u.User == nil {
+			continue
+		}
+		if _, has := u.User.Password(); has {
+			u.User = url.UserPassword(u.User.Username(), "REDACTED")
+		} else {
+			u.User = url.User("REDACTED")
+		}
+		parts[i] = u.String()
+	}
+	return strings.Join(parts, ",")
 }
 
 // close drains the connection (flushing buffered notifications, bounded by nats.go's drain

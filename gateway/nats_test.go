@@ -44,7 +44,7 @@ func (g *testGateway) watchStream(ctx context.Context, req *setatspb.WatchReques
 // buckets and new data from NATS; outside clients see the same JSON on setats.<db>.<table>.<kind>.
 func TestWatch(t *testing.T) {
 	g := startGateway(t, nil)
-	nc, err := nats.Connect(g.s.NATSURL())
+	nc, err := nats.Connect(g.s.NATSURL(), nats.UserInfo(g.s.nats.user, g.s.nats.pass))
 	if err != nil {
 		t.Fatal(err)
 	}

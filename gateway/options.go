@@ -17,8 +17,10 @@ import (
 // Defaults of Options, filled in by Options.SetDefaults (SPEC section 1: everything works with
 // defaults, no flag is needed for a first run).
 const (
-	DefaultFlightAddr         = ":8815"
-	DefaultAdminAddr          = ":8816"
+	// DefaultFlightAddr and DefaultAdminAddr are loopback: other hosts reach the gateway only
+	// once it is told so, with --users-file or --allow-anonymous (SPEC section 14).
+	DefaultFlightAddr         = "127.0.0.1:8815"
+	DefaultAdminAddr          = "127.0.0.1:8816"
 	DefaultWarehouse          = "./warehouse"
 	DefaultBucketCount        = int32(4)
 	DefaultChangelogRetention = 24 * time.Hour
@@ -49,10 +51,12 @@ const (
 // SetDefaults fills every zero field with its default. Tests build one directly.
 type Options struct {
 	// FlightAddr is the host:port the Arrow Flight gRPC server listens on. Port 0 binds any free
-	// port; Server.FlightAddr reports the bound address. Default ":8815".
+	// port; Server.FlightAddr reports the bound address. Default "127.0.0.1:8815"; a host beyond
+	// loopback needs UsersFile or AllowAnonymous.
 	FlightAddr string
 	// AdminAddr is the host:port of the admin HTTP server (/healthz, /readyz, /metrics). Port 0
-	// binds any free port; Server.AdminAddr reports it. Default ":8816".
+	// binds any free port; Server.AdminAddr reports it. Default "127.0.0.1:8816"; a host beyond
+	// loopback needs UsersFile or AllowAnonymous.
 	AdminAddr string
 	// Warehouse is the root of catalog metadata and table data: a plain path (relative paths are
 	// resolved against the working directory) or "file:///abs/path". Default "./warehouse".
@@ -90,6 +94,9 @@ type Options struct {
 	// StoreFS is the filesystem the table stores use; nil is the operating system's. Tests inject
 	// fault-injecting ones (Pebble's vfs/errorfs). Not a flag.
 	StoreFS vfs.FS
+
+	// Security: users, tokens, TLS and NATS credentials (options_security.go, SPEC section 14).
+	Security
 
 	// Logger receives the gateway's logs. Nil builds one from LogLevel and LogFormat on stderr.
 	// Not a flag.
@@ -139,6 +146,7 @@ func (o *Options) SetDefaults() {
 	if o.ShutdownTimeout == 0 {
 		o.ShutdownTimeout = DefaultShutdownTimeout
 	}
+	o.Security.setDefaults()
 	if o.Clock == nil {
 		o.Clock = func() int64 { return time.Now().UnixMilli() }
 	}
@@ -178,7 +186,7 @@ func (o *Options) Validate() error {
 	if o.ShutdownTimeout < 0 {
 		return fmt.Errorf("shutdown timeout must be >= 0, got %s", o.ShutdownTimeout)
 	}
-	return nil
+	return o.validateSecurity()
 }
 
 // RegisterFlags binds the `setats serve` flags to the fields of o on fs, with the defaults as
@@ -207,6 +215,7 @@ func (o *Options) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.LogFormat, "log-format", DefaultLogFormat, "log format: text or json")
 	fs.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", DefaultShutdownTimeout, "on SIGTERM, how long batches in flight may take to finish before the remaining calls are cut (Go duration); idle streams end at once")
 	fs.StringVar(&o.ReadyFile, "ready-file", "", "when set, write {flight_addr, admin_addr, nats_url, warehouse} as JSON to this path once serving")
+	o.Security.registerFlags(fs)
 }
 
 // EnvName returns the environment variable read for a flag: SETATS_ + the flag name in upper

@@ -20,10 +20,11 @@ func TestOptionsFlagsEnv(t *testing.T) {
 		{
 			name: "defaults",
 			check: func(t *testing.T, o *Options) {
-				want := Options{FlightAddr: ":8815", AdminAddr: ":8816", Warehouse: "./warehouse", DefaultBucketCount: 4,
+				want := Options{FlightAddr: "127.0.0.1:8815", AdminAddr: "127.0.0.1:8816", Warehouse: "./warehouse", DefaultBucketCount: 4,
 					ChangelogRetention: 24 * time.Hour, RetentionInterval: time.Minute, NATSListen: "127.0.0.1:4222",
 					MaxMessageBytes: 64 << 20, BlockCacheBytes: 192 << 20, LogLevel: "info", LogFormat: "text",
-					ShutdownTimeout: 10 * time.Second, Version: Version}
+					ShutdownTimeout: 10 * time.Second, Version: Version,
+					Security: Security{TokenTTL: time.Hour, UsersReloadInterval: 2 * time.Second}}
 				got := *o
 				got.Clock, got.Logger = nil, nil
 				if !reflect.DeepEqual(got, want) {

@@ -22,6 +22,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/setats/setats/catalog"
+	"github.com/setats/setats/gateway/auth"
 )
 
 // CatalogTypes are the catalog types this gateway serves (CatalogContext.catalog_type; "" means
@@ -43,6 +44,11 @@ type Server struct {
 	removeMu sync.Mutex
 	// cache is the Pebble block cache shared by the table stores (--block-cache-bytes).
 	cache *pebble.Cache
+
+	// auth checks users and grants (nil without --users-file: everything allowed); tls is the
+	// TLS material (nil without --tls-cert). See server_security.go.
+	auth *auth.Authenticator
+	tls  *auth.TLSFiles
 
 	grpc      *grpc.Server
 	flightLis net.Listener
@@ -117,6 +123,9 @@ func (s *Server) Start() (err error) {
 	s.cache = pebble.NewCache(s.opts.BlockCacheBytes)
 	s.tables = newTableRegistry(s)
 
+	if err := s.startSecurity(); err != nil {
+		return err
+	}
 	if s.nats, err = startNATS(&s.opts, s.log, s.metrics); err != nil {
 		return err
 	}
@@ -128,12 +137,12 @@ func (s *Server) Start() (err error) {
 
 	// A plain grpc.Server (rather than flight.NewServerWithMiddleware) so that Shutdown can bound
 	// GracefulStop with a timeout and fall back to Stop.
-	s.grpc = grpc.NewServer(
+	s.grpc = grpc.NewServer(append([]grpc.ServerOption{
 		grpc.MaxRecvMsgSize(s.opts.MaxMessageBytes),
 		grpc.MaxSendMsgSize(s.opts.MaxMessageBytes),
-		grpc.ChainUnaryInterceptor(s.unaryInterceptor),
-		grpc.ChainStreamInterceptor(s.streamInterceptor),
-	)
+		grpc.ChainUnaryInterceptor(s.unaryInterceptor, s.authUnaryInterceptor),
+		grpc.ChainStreamInterceptor(s.streamInterceptor, s.authStreamInterceptor),
+	}, s.grpcSecurityOptions()...)...)
 	flight.RegisterFlightServiceServer(s.grpc, &flightService{s: s})
 	if s.flightLis, err = net.Listen("tcp", s.opts.FlightAddr); err != nil {
 		return fmt.Errorf("--flight-addr %s: %w", s.opts.FlightAddr, err)
@@ -141,6 +150,7 @@ func (s *Server) Start() (err error) {
 	if s.adminLis, err = net.Listen("tcp", s.opts.AdminAddr); err != nil {
 		return fmt.Errorf("--admin-addr %s: %w", s.opts.AdminAddr, err)
 	}
+	s.adminLis = s.adminListener(s.adminLis)
 	s.http = &http.Server{Handler: s.adminHandler(), ReadHeaderTimeout: 10 * time.Second}
 
 	s.bg.Add(3)
@@ -179,7 +189,9 @@ func (s *Server) Start() (err error) {
 		"nats_embedded", s.nats.ns != nil,
 		"warehouse", s.cat.Warehouse(),
 		"default_bucket_count", s.opts.DefaultBucketCount,
-		"changelog_retention", s.opts.ChangelogRetention.String())
+		"changelog_retention", s.opts.ChangelogRetention.String(),
+		"users_file", s.opts.UsersFile,
+		"tls", s.tls != nil)
 	return nil
 }
 
@@ -219,6 +231,7 @@ func (s *Server) Shutdown() {
 			s.cache.Unref()
 		}
 		s.nats.close()
+		s.auth.Close()
 		if s.http != nil {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			_ = s.http.Shutdown(ctx)

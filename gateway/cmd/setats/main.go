@@ -1,10 +1,12 @@
 // Command setats is the Setats gateway binary.
 //
-//	setats serve [flags]   start a gateway (every flag optional; each also read from SETATS_<FLAG>)
-//	setats version         print the version
+//	setats serve [flags]         start a gateway (every flag optional; each also read from SETATS_<FLAG>)
+//	setats user hash-password    read a password on stdin, print its bcrypt hash (users file)
+//	setats version               print the version
 //
 // `setats serve` runs until SIGTERM or SIGINT, then shuts down gracefully (in-flight writes are
-// drained, stores closed) and exits 0. Flags: see `setats serve -h` and gateway/README.md.
+// drained, stores closed) and exits 0. SIGHUP re-reads the users file and the TLS files. Flags:
+// see `setats serve -h` and gateway/README.md.
 package main
 
 import (
@@ -26,8 +28,9 @@ func main() {
 const usage = `usage: setats <command> [flags]
 
 commands:
-  serve     start a gateway (Arrow Flight, admin HTTP, NATS); 'setats serve -h' lists the flags
-  version   print the version
+  serve                start a gateway (Arrow Flight, admin HTTP, NATS); 'setats serve -h' lists the flags
+  user hash-password   read a password on stdin (one line) and print its bcrypt hash for --users-file
+  version              print the version
 `
 
 // run executes the command line args and returns the process exit code.
@@ -42,6 +45,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	case "serve":
 		return serve(args[1:], stderr)
+	case "user":
+		return user(args[1:], os.Stdin, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
@@ -79,6 +84,9 @@ func serve(args []string, stderr io.Writer) int {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 	defer signal.Stop(sigs)
+	hups := make(chan os.Signal, 1)
+	signal.Notify(hups, syscall.SIGHUP)
+	defer signal.Stop(hups)
 
 	s, err := gateway.NewServer(opts)
 	if err != nil {
@@ -89,6 +97,15 @@ func serve(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "setats serve: %v\n", err)
 		return 1
 	}
+	go func() {
+		for range hups {
+			if err := s.Reload(); err != nil {
+				s.Logger().Error("SIGHUP: reload failed; the previous files stay in force", "err", err)
+			} else {
+				s.Logger().Info("SIGHUP: users file and TLS files reloaded")
+			}
+		}
+	}()
 	select {
 	case sig := <-sigs:
 		s.Logger().Info("signal received; shutting down", "signal", sig.String())
