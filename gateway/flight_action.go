@@ -237,12 +237,17 @@ func (s *Server) action(ctx context.Context, typ string, body []byte) (encoding,
 
 // authorizeCreate authorizes creating the table of spec (create-table, DoPut's
 // create_if_absent): admin on the table, which covers creating its database when missing. With
-// ignoreIfExists and an existing table nothing is created, and read on it is enough.
+// ignoreIfExists and an existing table nothing is created, and write (what a sink that creates
+// its table on first use holds) or read on it is enough.
 func (s *Server) authorizeCreate(ctx context.Context, call string, spec *setatspb.TableSpec, ignoreIfExists bool) error {
 	db := dbName(spec.GetDatabase())
 	if ignoreIfExists && spec.GetTable() != "" {
 		if _, err := s.cat.GetTable(db, spec.GetTable()); err == nil {
-			return s.authorize(ctx, call, privRead, db, spec.GetTable())
+			err := s.authorize(ctx, call, privWrite, db, spec.GetTable())
+			if err != nil && s.authorize(ctx, call, privRead, db, spec.GetTable()) == nil {
+				return nil
+			}
+			return err
 		}
 	}
 	return s.authorize(ctx, call, privAdmin, db, spec.GetTable())

@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"net"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
@@ -21,6 +22,7 @@ func (s *Server) startSecurity() error {
 			ReloadInterval: o.UsersReloadInterval,
 			Logger:         s.log.With("component", "auth"),
 			Registerer:     s.metrics.reg,
+			Now:            func() time.Time { return time.UnixMilli(o.Clock()) },
 		})
 		if err != nil {
 			return err

@@ -298,12 +298,8 @@ func (a *Authenticator) reload(force bool) (bool, error) {
 	}
 	old := a.state.Swap(&state{users: us, changed: make(chan struct{})})
 	close(old.changed)
+	// Tokens of removed users are refused (and dropped) when next used, naming their user.
 	a.mu.Lock()
-	for k, t := range a.tokens {
-		if u := us.Lookup(t.user); u == nil || !bytes.Equal(u.Hash, t.hash) {
-			delete(a.tokens, k)
-		}
-	}
 	clear(a.verified)
 	a.mu.Unlock()
 	a.m.reloads.WithLabelValues("ok").Inc()

@@ -1,0 +1,245 @@
+package gateway
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	natsserver "github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/status"
+
+	"github.com/setats/setats/proto/setatspb"
+)
+
+// testPKI is a CA generated in the test, with a server certificate for 127.0.0.1 and a client
+// certificate, as PEM files in a temporary directory.
+type testPKI struct {
+	dir                       string
+	caFile, certFile, keyFile string
+	clientCert, clientKey     string
+	pool                      *x509.CertPool
+	clientPair                tls.Certificate
+}
+
+func newTestPKI(t *testing.T) *testPKI {
+	t.Helper()
+	dir := t.TempDir()
+	p := &testPKI{dir: dir}
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "setats test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, _ := x509.ParseCertificate(caDER)
+	p.pool = x509.NewCertPool()
+	p.pool.AddCert(ca)
+	p.caFile = writePEM(t, dir, "ca.pem", "CERTIFICATE", caDER)
+	issue := func(name string, serial int64, usage x509.ExtKeyUsage) (string, string) {
+		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tmpl := &x509.Certificate{
+			SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: name},
+			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+			KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage},
+			IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, DNSNames: []string{"localhost"},
+		}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kb, err := x509.MarshalECPrivateKey(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return writePEM(t, dir, name+".pem", "CERTIFICATE", der), writePEM(t, dir, name+"-key.pem", "EC PRIVATE KEY", kb)
+	}
+	p.certFile, p.keyFile = issue("server", 2, x509.ExtKeyUsageServerAuth)
+	p.clientCert, p.clientKey = issue("client", 3, x509.ExtKeyUsageClientAuth)
+	if p.clientPair, err = tls.LoadX509KeyPair(p.clientCert, p.clientKey); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func writePEM(t *testing.T, dir, name, typ string, der []byte) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// tlsInfo calls gateway-info over TLS with cfg (and Basic credentials of reader when users).
+func tlsInfo(t *testing.T, addr string, cfg *tls.Config, users bool) error {
+	t.Helper()
+	c, err := flight.NewClientWithMiddleware(addr, nil, nil, grpc.WithTransportCredentials(credentials.NewTLS(cfg)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	g := &testGateway{t: t, client: c, ctx: ctx}
+	if users {
+		g = g.asUser("reader")
+	}
+	return g.action(ActionGatewayInfo, nil, &setatspb.GatewayInfo{})
+}
+
+// TestTLS: Flight and admin HTTP over TLS with a CA generated in the test; a plaintext client
+// and a client that does not trust the CA fail; with --tls-client-ca a client certificate is
+// required on Flight, optional on admin HTTP.
+func TestTLS(t *testing.T) {
+	p := newTestPKI(t)
+	t.Run("server certificate", func(t *testing.T) {
+		g, _ := startAuthGateway(t, func(o *Options) { o.TLSCert, o.TLSKey = p.certFile, p.keyFile })
+		if err := tlsInfo(t, g.s.FlightAddr(), &tls.Config{RootCAs: p.pool}, true); err != nil {
+			t.Fatalf("gateway-info over TLS: %v", err)
+		}
+		if err := tlsInfo(t, g.s.FlightAddr(), &tls.Config{}, true); status.Code(err) != codes.Unavailable {
+			t.Fatalf("a client that does not trust the CA: %v, want Unavailable", err)
+		}
+		// The plain client of startGateway cannot talk to a TLS server.
+		wantCode(t, g.asUser("reader").action(ActionGatewayInfo, nil, &setatspb.GatewayInfo{}), codes.Unavailable)
+		hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: p.pool}}}
+		resp, err := hc.Get("https://" + g.s.AdminAddr() + "/healthz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("https /healthz: %d", resp.StatusCode)
+		}
+	})
+	t.Run("client certificates", func(t *testing.T) {
+		g, _ := startAuthGateway(t, func(o *Options) {
+			o.TLSCert, o.TLSKey, o.TLSClientCA = p.certFile, p.keyFile, p.caFile
+		})
+		err := tlsInfo(t, g.s.FlightAddr(), &tls.Config{RootCAs: p.pool}, true)
+		if err == nil {
+			t.Fatal("a Flight client without a certificate was accepted")
+		}
+		if err := tlsInfo(t, g.s.FlightAddr(), &tls.Config{RootCAs: p.pool, Certificates: []tls.Certificate{p.clientPair}}, true); err != nil {
+			t.Fatalf("gateway-info with a client certificate: %v", err)
+		}
+		hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: p.pool}}}
+		resp, err := hc.Get("https://" + g.s.AdminAddr() + "/metrics")
+		if err != nil {
+			t.Fatalf("/metrics without a client certificate: %v", err)
+		}
+		resp.Body.Close()
+	})
+	t.Run("bad files fail at start", func(t *testing.T) {
+		o := Options{FlightAddr: "127.0.0.1:0", AdminAddr: "127.0.0.1:0", NATSListen: "127.0.0.1:-1",
+			Warehouse: t.TempDir(), Logger: discardLogger(), Security: Security{TLSCert: p.caFile, TLSKey: p.keyFile}}
+		s, err := NewServer(o)
+		if err == nil {
+			err = s.Start()
+			s.Shutdown()
+		}
+		if err == nil || !strings.Contains(err.Error(), "--tls-cert") {
+			t.Fatalf("mismatched cert and key: %v, want an error naming --tls-cert", err)
+		}
+	})
+}
+
+// TestForgedNotificationsNotRelayed: on an external NATS anyone with access may publish on the
+// setats subjects; watch relays only what this gateway published (signed), counts and drops the
+// rest.
+func TestForgedNotificationsNotRelayed(t *testing.T) {
+	ns := runNATS(t, -1)
+	defer ns.Shutdown()
+	g := startGateway(t, func(o *Options) { o.NATSURL = ns.ClientURL() })
+	ctx, cancel := context.WithCancel(g.ctx)
+	defer cancel()
+	next := g.watchStream(ctx, &setatspb.WatchRequest{Table: "w"})
+	if n := next(); n.GetKind() != setatspb.NotificationKind_READY {
+		t.Fatalf("first notification %v, want READY", n)
+	}
+
+	nc, err := nats.Connect(ns.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	forged := []byte(`{"kind":"NEW_DATA","database":"default","table":"w","endOffset":"999"}`)
+	if err := nc.Publish("setats.default.w.data", forged); err != nil { // no signature
+		t.Fatal(err)
+	}
+	m := nats.NewMsg("setats.default.w.data")
+	m.Data = forged
+	m.Header.Set(signatureHeader, "AAAA") // a wrong signature
+	if err := nc.PublishMsg(m); err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	// Both were routed to the gateway's subscription before the real notification below.
+	info := g.createTable("default", "w", 1, idV, []string{"id"}, nil)
+	if n := next(); n.GetKind() != setatspb.NotificationKind_TABLE_CREATED || n.GetTableId() != info.GetTableId() {
+		t.Fatalf("after forged messages and create-table: %v, want the gateway's TABLE_CREATED", n)
+	}
+	if n := metricSum(t, g.s, "setats_nats_forged_dropped_total"); n != 2 {
+		t.Fatalf("setats_nats_forged_dropped_total = %v, want 2", n)
+	}
+}
+
+// TestNATSCredentials: an external NATS server requiring a user and password is reached with
+// them in --nats-url, and the URL the gateway reports hides the password.
+func TestNATSCredentials(t *testing.T) {
+	ns, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: -1, NoSigs: true, NoLog: true,
+		Username: "gw", Password: "s3cret"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns.Start()
+	defer ns.Shutdown()
+	if !ns.ReadyForConnections(10 * time.Second) {
+		t.Fatal("nats not ready")
+	}
+	port := ns.Addr().(*net.TCPAddr).Port
+	url := "nats://gw:s3cret@127.0.0.1:" + itoa(port)
+	g := startGateway(t, func(o *Options) { o.NATSURL = url })
+	waitFor(t, "the gateway to connect to NATS", func() bool { return g.s.nats.connected() })
+	if strings.Contains(g.s.NATSURL(), "s3cret") || strings.Contains(g.s.ReadyInfo().NATSURL, "s3cret") {
+		t.Fatalf("the reported NATS URL shows the password: %s", g.s.NATSURL())
+	}
+	// Without the credentials the server refuses (the check above is not vacuous).
+	if nc, err := nats.Connect("nats://127.0.0.1:" + itoa(port)); err == nil {
+		nc.Close()
+		t.Fatal("the test NATS server accepts clients without credentials")
+	}
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
