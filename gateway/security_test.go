@@ -27,6 +27,7 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/status"
 
+	"github.com/setats/setats/internal/flighttest"
 	"github.com/setats/setats/proto/setatspb"
 )
 
@@ -109,7 +110,7 @@ func tlsInfo(t *testing.T, addr string, cfg *tls.Config, users bool) error {
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
-	g := &testGateway{t: t, client: c, ctx: ctx}
+	g := &testGateway{t: t, fc: &flighttest.Client{FC: c}, client: c, ctx: ctx}
 	if users {
 		g = g.asUser("reader")
 	}
