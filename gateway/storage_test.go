@@ -113,7 +113,7 @@ func TestCommitSideEffectsWithoutClient(t *testing.T) {
 	fs := newHoldFS()
 	g := startGateway(t, func(o *Options) { o.StoreFS = fs })
 	g.createTable("default", "gone", 1, idV, []string{"id"}, nil)
-	nc, err := nats.Connect(g.s.NATSURL())
+	nc, err := nats.Connect(g.s.NATSURL(), nats.UserInfo(g.s.nats.user, g.s.nats.pass)) // the embedded server's own credential
 	if err != nil {
 		t.Fatal(err)
 	}
