@@ -502,7 +502,10 @@ func TestAuthUsersFileWatched(t *testing.T) {
 	waitFor(t, "the users file change to apply", func() bool { return g.s.auth.Users().Lookup("reader") == nil })
 	wantCode(t, g.asUser("reader").action(ActionGatewayInfo, nil, &setatspb.GatewayInfo{}), codes.Unauthenticated, `user "reader"`)
 
-	if err := os.WriteFile(path, []byte("users: [{name: x, password: plain}]\n"), 0o600); err != nil {
+	if err := os.WriteFile(path+".tmp", []byte("users: [{name: x, password: plain}]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(path+".tmp", path); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the broken file to be refused", func() bool { return metricSum(t, g.s, "setats_auth_reloads_total", "error") >= 1 })

@@ -27,7 +27,8 @@ func TestParseUsers(t *testing.T) {
 		name, yaml, err string
 	}{
 		{"ok", "users:\n  - {name: a, password: '" + h + "', grants: [{database: d, privileges: [read, write]}]}\n", ""},
-		{"empty file", "", ""},
+		{"empty file", "", "no users"},
+		{"empty list", "users: []", "no users"},
 		{"plain password", "users: [{name: a, password: secret}]", "bcrypt"},
 		{"missing name", "users: [{password: '" + h + "'}]", "name is empty"},
 		{"duplicate", "users: [{name: a, password: '" + h + "'}, {name: a, password: '" + h + "'}]", "twice"},

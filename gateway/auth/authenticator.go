@@ -229,8 +229,9 @@ func readUsersFile(path string) ([]byte, error) {
 }
 
 // Start runs the watcher that re-reads the users file every Config.ReloadInterval and applies
-// it when its content changed (a bad file is logged, counted and ignored: the previous one stays).
-// Stop it with Close.
+// it when its content changed and then stayed the same for one more interval (so that a file
+// caught half written by an editor is not applied); a bad file is logged, counted and ignored:
+// the previous one stays. Stop it with Close.
 func (a *Authenticator) Start() {
 	if a == nil {
 		return
@@ -243,12 +244,22 @@ func (a *Authenticator) Start() {
 		defer close(a.done)
 		t := time.NewTicker(a.cfg.ReloadInterval)
 		defer t.Stop()
+		var last [32]byte // content seen at the previous tick
 		for {
 			select {
 			case <-a.stop:
 				return
 			case <-t.C:
-				_, _ = a.reload(false)
+				b, err := readUsersFile(a.cfg.UsersFile)
+				if err != nil {
+					continue // reported by reload once the error persists
+				}
+				sum := sha256.Sum256(b)
+				stable := sum == last
+				last = sum
+				if stable {
+					_, _ = a.reload(false)
+				}
 			}
 		}
 	}()

@@ -101,7 +101,8 @@ func LoadUsersFile(path string) (*Users, error) {
 	return us, nil
 }
 
-// ParseUsers parses a users file (YAML, doc.go). Unknown keys, a missing or duplicate name, a
+// ParseUsers parses a users file (YAML, doc.go). A file without users (empty, or half written
+// by an editor) is an error: it would lock every user out. Unknown keys, a missing or duplicate name, a
 // password that is not a bcrypt hash, an unknown privilege and an empty database or table
 // pattern are errors naming the user (and line where YAML knows it). A grant's database and
 // table default to "*" when left out; privileges are required.
@@ -114,6 +115,9 @@ func ParseUsers(b []byte) (*Users, error) {
 	dec.KnownFields(true)
 	if err := dec.Decode(&f); err != nil && !errors.Is(err, io.EOF) {
 		return nil, err
+	}
+	if len(f.Users) == 0 {
+		return nil, errors.New("no users listed (want a 'users:' list; an empty file is refused)")
 	}
 	us := &Users{byName: map[string]*User{}}
 	for i, yu := range f.Users {
