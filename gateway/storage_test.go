@@ -241,3 +241,63 @@ func TestStorageFailure(t *testing.T) {
 	}
 	g.s.Shutdown() // must return (before: it hung on the store's lock)
 }
+
+// TestReadersWaitForFsync: while a batch's WAL fsync is held, neither a following DoGet nor a
+// bounded DoGet nor lookup of the offsets sees it; once the fsync completes the follower gets it.
+func TestReadersWaitForFsync(t *testing.T) {
+	fs := newHoldFS()
+	g := startGateway(t, func(o *Options) { o.StoreFS = fs })
+	g.createTable("default", "durable", 1, idV, []string{"id"}, nil)
+	desc := writeCmd(t, &setatspb.WriteCommand{Table: "durable"})
+	r1 := intStrRecord(g.mem, nil, []int32{1}, []string{"synced"})
+	defer r1.Release()
+	if _, err := g.put(desc, r1); err != nil {
+		t.Fatal(err)
+	}
+	stream, err := g.client.DoGet(g.ctx, &flight.Ticket{Ticket: ticket(t, &setatspb.ChangelogTicket{Table: "durable", Follow: true})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdr, err := flight.NewRecordReader(stream, ipc.WithAllocator(g.mem))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdr.Release()
+	followed := make(chan string, 16)
+	go func() {
+		for rdr.Next() {
+			for _, r := range stripTime(printChangelog(rdr.RecordBatch())) {
+				followed <- r
+			}
+		}
+		close(followed)
+	}()
+	if r := <-followed; r != "+I[1, synced] @0" {
+		t.Fatalf("followed %q", r)
+	}
+
+	fs.hold()
+	r2 := intStrRecord(g.mem, nil, []int32{2}, []string{"held"})
+	defer r2.Release()
+	acked := make(chan error, 1)
+	go func() { _, err := g.put(desc, r2); acked <- err }()
+	waitFor(t, "the batch applied with its fsync held", func() bool { return fs.blocked.Load() > 0 && metricValue(t, g.s, "setats_write_batches_pending") == 1 })
+	rows, err := g.readStream(ticket(t, &setatspb.ChangelogTicket{Table: "durable"}))
+	if err != nil || len(rows) != 1 {
+		t.Fatalf("bounded read while the fsync is held: %q %v, want only the synced row", rows, err)
+	}
+	select {
+	case r := <-followed:
+		t.Fatalf("follower got %q before its fsync", r)
+	case err := <-acked:
+		t.Fatalf("acknowledged before its fsync: %v", err)
+	default:
+	}
+	fs.release()
+	if err := <-acked; err != nil {
+		t.Fatal(err)
+	}
+	if r := <-followed; r != "+I[2, held] @1" {
+		t.Fatalf("followed %q after the fsync", r)
+	}
+}
