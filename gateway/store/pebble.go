@@ -1,8 +1,10 @@
 package store
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
+	"syscall"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
@@ -67,15 +69,82 @@ func (s slogLogger) Fatalf(format string, args ...any) {
 	panic(msg)
 }
 
-// openPebble opens a Pebble DB, turning a panic of Pebble (its logger's Fatalf, slogLogger)
-// into an error: a failing disk at open fails the open, it does not take the process down.
-func openPebble(dir string, o *pebble.Options) (db *pebble.DB, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			db, err = nil, fmt.Errorf("%v", r)
+// openPebble opens the table's Pebble DB. A panic of Pebble (its logger's Fatalf, slogLogger)
+// becomes an error. When a flush fails for lack of space or an I/O error while Pebble opens (it
+// replays the WAL into a memtable and flushes it, retrying for good), the open fails at once with
+// that error instead of blocking the caller: the open goes on in the background, and when it
+// completes (space is back) it closes the DB again, releasing the directory lock, so that a later
+// Open succeeds. It releases the cache reference on failure.
+func (t *Table) openPebble(dir string, o *pebble.Options) (*pebble.DB, error) {
+	type result struct {
+		db  *pebble.DB
+		err error
+	}
+	res := make(chan result, 1)
+	abandoned := make(chan struct{})
+	go func() {
+		var r result
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					r = result{err: fmt.Errorf("%v", p)}
+				}
+			}()
+			r.db, r.err = pebble.Open(dir, o)
+		}()
+		select {
+		case <-abandoned:
+			if r.err == nil {
+				_ = r.db.Close()
+			}
+			t.cache.Unref()
+			t.log.Info("an open abandoned after a storage error completed; the table can be opened again")
+		case res <- r:
 		}
 	}()
-	return pebble.Open(dir, o)
+	select {
+	case r := <-res:
+		if r.err != nil {
+			t.cache.Unref()
+		}
+		return r.db, r.err
+	case err := <-t.bgErr:
+		close(abandoned)
+		select {
+		case r := <-res: // it completed meanwhile
+			if r.err == nil {
+				_ = r.db.Close()
+			}
+			t.cache.Unref()
+		default:
+		}
+		return nil, fmt.Errorf("storage error while opening (the open goes on in the background): %w", err)
+	}
+}
+
+// backgroundError is Pebble's BackgroundError event: a flush or compaction failed. Pebble
+// retries them, but a failure from the disk (full, I/O error) means the memtables will fill and
+// writes block inside Pebble for good, so it makes an open table failed (failure.go) and fails
+// an open in progress (openPebble). Other background errors are only logged by Pebble.
+func (t *Table) backgroundError(err error) {
+	if !isDiskError(err) {
+		return
+	}
+	if !t.opened.Load() {
+		select {
+		case t.bgErr <- err:
+		default:
+		}
+		return
+	}
+	t.fail("flush or compaction", err)
+}
+
+// isDiskError reports whether err comes from the disk: no space, I/O error, read-only
+// filesystem, quota.
+func isDiskError(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EIO) || errors.Is(err, syscall.EROFS) ||
+		errors.Is(err, syscall.EDQUOT)
 }
 
 // mkdirAllSynced creates dir and its missing parents and fsyncs the parent of every directory it

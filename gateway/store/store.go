@@ -114,6 +114,8 @@ type Table struct {
 	keysBuilt   chan struct{}             // closed when the key index build ends
 	applySeq    atomic.Uint64             // numbers applied writes in apply order (pending.go)
 	failed      atomic.Pointer[ErrFailed] // the storage failure (failure.go), nil while healthy
+	opened      atomic.Bool               // pebble.Open returned; background errors fail the table
+	bgErr       chan error                // the first storage background error during pebble.Open
 
 	// ops is held shared by every operation and exclusively by Close.
 	ops sync.RWMutex
@@ -200,11 +202,13 @@ func Open(tbl *catalog.Table, opts Options) (*Table, error) {
 	}
 	po := pebbleOptions(t.cache, t.log)
 	po.FS = walFS{fs}
-	db, err := openPebble(dir, po)
+	t.bgErr = make(chan error, 1)
+	po.EventListener = &pebble.EventListener{BackgroundError: t.backgroundError}
+	db, err := t.openPebble(dir, po)
 	if err != nil {
-		t.cache.Unref()
 		return nil, errorf(ErrInternal, "table %s: open %s: %w", tbl.QualifiedName(), dir, err)
 	}
+	t.opened.Store(true)
 	t.db = db
 	if err := t.load(); err != nil {
 		if t.Err() == nil { // a failed DB cannot be closed (failure.go)

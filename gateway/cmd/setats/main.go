@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/setats/setats/gateway"
 )
@@ -116,14 +117,31 @@ func serve(args []string, stderr io.Writer) int {
 				os.Exit(1)
 			}
 		}()
-		s.Shutdown()
+		shutdown(s, opts.ShutdownTimeout)
 	case err := <-s.Failed():
 		// A table's storage failed (a WAL write or fsync): it cannot recover in this process
 		// (gateway/README.md, "Storage failures"); a restart replays its WAL.
 		s.Logger().Error("storage failure; shutting down, exiting 1 so that a restart recovers the table", "err", err)
-		s.Shutdown()
+		shutdown(s, opts.ShutdownTimeout)
 		return 1
 	case <-s.Done():
 	}
 	return 0
+}
+
+// shutdownGrace is how long past the drain timeout shutdown waits for stores, NATS and the admin
+// server to close before the process exits anyway.
+const shutdownGrace = 15 * time.Second
+
+// shutdown runs s.Shutdown, bounded: a call blocked for good in a failed table's storage (a full
+// disk, store/failure.go) must not keep the process from exiting; then it exits 1.
+func shutdown(s *gateway.Server, drain time.Duration) {
+	done := make(chan struct{})
+	go func() { s.Shutdown(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(drain + shutdownGrace):
+		s.Logger().Error("shutdown did not complete; exiting without it", "waited", (drain + shutdownGrace).String())
+		os.Exit(1)
+	}
 }
