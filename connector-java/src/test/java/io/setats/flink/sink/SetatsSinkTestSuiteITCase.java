@@ -10,7 +10,6 @@ import io.setats.proto.v1.BucketOffsets;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.api.connector.sink2.Sink;
-import org.apache.flink.connector.testframe.TestResource;
 import org.apache.flink.connector.testframe.environment.MiniClusterTestEnvironment;
 import org.apache.flink.connector.testframe.external.ExternalContextFactory;
 import org.apache.flink.connector.testframe.external.ExternalSystemDataReader;
@@ -51,30 +50,11 @@ class SetatsSinkTestSuiteITCase extends SinkTestSuiteBase<String> {
 
     @TestEnv MiniClusterTestEnvironment flink = new MiniClusterTestEnvironment();
 
-    @TestExternalSystem GatewayResource gateway = new GatewayResource(GATEWAY);
+    @TestExternalSystem SetatsGatewayProcess gateway = GATEWAY;
 
     @TestSemantics CheckpointingMode[] semantics = new CheckpointingMode[] {CheckpointingMode.AT_LEAST_ONCE};
 
     @TestContext ExternalContextFactory<SetatsSinkContext> contexts = name -> new SetatsSinkContext(GATEWAY);
-
-    /** The gateway process as the framework's external system. */
-    static final class GatewayResource implements TestResource {
-        private final SetatsGatewayProcess process;
-
-        GatewayResource(SetatsGatewayProcess process) {
-            this.process = process;
-        }
-
-        @Override
-        public void startUp() throws Exception {
-            process.start();
-        }
-
-        @Override
-        public void tearDown() {
-            process.close();
-        }
-    }
 
     /**
      * Writes test records (unique strings) as rows (k = record, v = record) of a fresh table per

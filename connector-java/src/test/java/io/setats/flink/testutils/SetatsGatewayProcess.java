@@ -6,6 +6,8 @@ import io.setats.proto.v1.CatalogContext;
 import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.databind.JsonNode;
 import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.databind.ObjectMapper;
 
+import org.apache.flink.connector.testframe.TestResource;
+
 import org.junit.jupiter.api.extension.AfterAllCallback;
 import org.junit.jupiter.api.extension.BeforeAllCallback;
 import org.junit.jupiter.api.extension.ExtensionContext;
@@ -36,12 +38,17 @@ import java.util.stream.Stream;
  * ... GATEWAY.managerUrl(), GATEWAY.warehouse(), GATEWAY.client()
  * }</pre>
  *
- * or directly with {@link #start()} / {@link #close()}. The binary is the system property {@code
+ * as the external system of Flink's connector testing framework ({@code @TestExternalSystem},
+ * {@link TestResource}), or directly with {@link #start()} / {@link #close()}. When it stops as an
+ * extension or a test resource it fails the test if a {@link GatewayClient} of this JVM leaked
+ * Arrow memory meanwhile ({@link GatewayClient#drainLeaks()}): leaks fail tests, they are not only
+ * logged. The binary is the system property {@code
  * setats.gateway.binary} (Maven sets it to {@code ../bin/setats}); when it is missing the test
  * fails with a message saying how to build it. The gateway's output goes to {@code
  * <tmp>/gateway.log}, whose tail is included in start-up errors.
  */
-public final class SetatsGatewayProcess implements BeforeAllCallback, AfterAllCallback, AutoCloseable {
+public final class SetatsGatewayProcess
+        implements BeforeAllCallback, AfterAllCallback, TestResource, AutoCloseable {
 
     /** System property naming the gateway binary. */
     public static final String BINARY_PROPERTY = "setats.gateway.binary";
@@ -74,6 +81,29 @@ public final class SetatsGatewayProcess implements BeforeAllCallback, AfterAllCa
     @Override
     public void afterAll(ExtensionContext context) {
         close();
+        assertNoArrowLeaks();
+    }
+
+    @Override
+    public void startUp() throws Exception {
+        start();
+    }
+
+    @Override
+    public void tearDown() {
+        close();
+        assertNoArrowLeaks();
+    }
+
+    /**
+     * Fails with an AssertionError naming every Arrow memory leak a {@link GatewayClient} of this
+     * JVM found when it closed since the last check (the allocator's memory was not back to 0).
+     */
+    public static void assertNoArrowLeaks() {
+        List<String> leaks = GatewayClient.drainLeaks();
+        if (!leaks.isEmpty()) {
+            throw new AssertionError("Arrow memory leaked by " + leaks.size() + " gateway client(s):\n  " + String.join("\n  ", leaks));
+        }
     }
 
     /** The gateway binary: system property {@value #BINARY_PROPERTY}, else ../bin/setats. */

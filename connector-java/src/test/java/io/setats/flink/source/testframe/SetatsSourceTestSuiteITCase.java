@@ -11,7 +11,6 @@ import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.api.connector.source.Boundedness;
 import org.apache.flink.api.connector.source.Source;
-import org.apache.flink.connector.testframe.TestResource;
 import org.apache.flink.connector.testframe.environment.MiniClusterTestEnvironment;
 import org.apache.flink.connector.testframe.external.ExternalContextFactory;
 import org.apache.flink.connector.testframe.external.ExternalSystemSplitDataWriter;
@@ -64,27 +63,12 @@ class SetatsSourceTestSuiteITCase extends SourceTestSuiteBase<String> {
 
     @TestEnv MiniClusterTestEnvironment flink = new MiniClusterTestEnvironment();
 
-    @TestExternalSystem GatewayResource gateway = new GatewayResource();
+    @TestExternalSystem SetatsGatewayProcess gateway = new SetatsGatewayProcess();
 
     @TestContext
-    ExternalContextFactory<SetatsExternalContext> contexts = testName -> new SetatsExternalContext(gateway.process, testName);
+    ExternalContextFactory<SetatsExternalContext> contexts = testName -> new SetatsExternalContext(gateway, testName);
 
     @TestSemantics CheckpointingMode[] semantics = new CheckpointingMode[] {CheckpointingMode.EXACTLY_ONCE};
-
-    /** The gateway as the framework's external system. */
-    static final class GatewayResource implements TestResource {
-        final SetatsGatewayProcess process = new SetatsGatewayProcess();
-
-        @Override
-        public void startUp() throws Exception {
-            process.start();
-        }
-
-        @Override
-        public void tearDown() {
-            process.close();
-        }
-    }
 
     /** One Setats table per test; each split writer adds a partition. */
     static final class SetatsExternalContext implements DataStreamSourceExternalContext<String> {
