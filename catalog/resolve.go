@@ -29,12 +29,27 @@ const (
 const (
 	OptionIgnoreDelete         = merge.OptionIgnoreDelete         // "true"/"false"
 	OptionRemoveRecordOnDelete = merge.OptionRemoveRecordOnDelete // "true"/"false"
-	// OptionRetentionMs is how long changelog rows are kept, a positive integer in ms.
+	// OptionRetentionMs is how long changelog rows are kept, a positive integer in ms: the hard
+	// cap, slots or not (SPEC section 8).
 	OptionRetentionMs = "changelog.retention.ms"
+	// OptionChangelogEnabled: "false" makes the table a pure upsert table without a changelog
+	// (SPEC section 8, DWS enable_binlog). Default "true".
+	OptionChangelogEnabled = "changelog.enabled"
+	// OptionCleanOnConsume: "true" removes changelog rows every live slot consumed (SPEC section
+	// 8, consume-then-clean). Default "false".
+	OptionCleanOnConsume = "changelog.clean-on-consume"
+	// OptionSlotTTL is how long a slot whose checkpoint sync point does not move stays live, a
+	// Flink duration ("24h", "30 min", "500 ms"; a bare number is ms). Default 24 h (SPEC
+	// section 8, DWS binlog_ttl). Stored normalized as milliseconds followed by " ms".
+	OptionSlotTTL = "slot.ttl"
 )
 
+// DefaultSlotTTLMs is the slot.ttl of a table that sets none: 24 hours (SPEC section 8).
+const DefaultSlotTTLMs = 24 * 60 * 60 * 1000
+
 // AllowedOptions lists the accepted table option keys, sorted.
-var AllowedOptions = []string{OptionRetentionMs, OptionIgnoreDelete, OptionRemoveRecordOnDelete}
+var AllowedOptions = []string{OptionCleanOnConsume, OptionChangelogEnabled, OptionRetentionMs,
+	OptionIgnoreDelete, OptionRemoveRecordOnDelete, OptionSlotTTL}
 
 // ValidateIdentifier checks a database, table or column name: [A-Za-z_][A-Za-z0-9_]*, at most
 // MaxIdentifierLength bytes. kind ("database", "table", "column") names it in the
@@ -198,6 +213,12 @@ func ResolveSpec(spec *setatspb.TableSpec, defaults Options) (*Table, error) {
 	if t.Options, t.RetentionMs, err = resolveOptions(spec.GetOptions()); err != nil {
 		return nil, fail("%s", err.Error())
 	}
+	t.ChangelogEnabled = t.Options[OptionChangelogEnabled] != "false"
+	t.CleanOnConsume = t.Options[OptionCleanOnConsume] == "true"
+	t.SlotTTLMs = DefaultSlotTTLMs
+	if v, ok := t.Options[OptionSlotTTL]; ok {
+		t.SlotTTLMs, _ = ParseFlinkDuration(v)
+	}
 	if _, err := merge.New(t.MergeEngine, t.Options); err != nil {
 		return nil, fail("%s", err.Error())
 	}
@@ -252,7 +273,14 @@ func resolveOptions(in map[string]string) (map[string]string, int64, error) {
 	for _, k := range keys {
 		v := in[k]
 		switch k {
-		case OptionIgnoreDelete, OptionRemoveRecordOnDelete:
+		case OptionSlotTTL:
+			ms, err := ParseFlinkDuration(v)
+			if err != nil || ms <= 0 {
+				return nil, 0, errorf(ErrInvalid,
+					"invalid value %q for option %s: want a positive Flink duration such as 24h, 30 min or 500 ms", v, k)
+			}
+			out[k] = strconv.FormatInt(ms, 10) + " ms"
+		case OptionIgnoreDelete, OptionRemoveRecordOnDelete, OptionChangelogEnabled, OptionCleanOnConsume:
 			b, err := merge.ParseBoolOption(k, v)
 			if err != nil {
 				return nil, 0, err

@@ -39,6 +39,13 @@ type Table struct {
 	Options map[string]string
 	// RetentionMs is the option changelog.retention.ms in ms; 0 means the gateway's default.
 	RetentionMs int64
+	// ChangelogEnabled is the option changelog.enabled (default true): false means writes keep
+	// the state only and no changelog row is written (SPEC section 8).
+	ChangelogEnabled bool
+	// CleanOnConsume is the option changelog.clean-on-consume (default false, SPEC section 8).
+	CleanOnConsume bool
+	// SlotTTLMs is the option slot.ttl in ms (DefaultSlotTTLMs when unset, SPEC section 8).
+	SlotTTLMs int64
 	// Location is the absolute local directory of the table's data; the store keeps its files
 	// under Location/data.
 	Location string

@@ -48,6 +48,11 @@ var (
 	// ErrTableFailed: the table's storage failed (a WAL write or fsync, failure.go); the error is
 	// an *ErrFailed, and the gateway must restart to recover the table (Unavailable).
 	ErrTableFailed = errors.New("table storage failed")
+	// ErrResourceExhausted: too many snapshot views open on the table (ResourceExhausted).
+	ErrResourceExhausted = errors.New("resource exhausted")
+	// ErrAborted: a snapshot view was released (lease ended, table closed) under its reader
+	// (Aborted: resume after the last key with a new view).
+	ErrAborted = errors.New("aborted")
 	// ErrInternal: Pebble or the file system failed, or stored bytes are malformed (Internal).
 	ErrInternal = errors.New("internal error")
 )

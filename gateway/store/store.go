@@ -41,6 +41,9 @@ type Options struct {
 	KeyIndexMaxKeys int
 	// Logger receives Pebble's and the store's log lines; nil means slog.Default().
 	Logger *slog.Logger
+	// ViewLeaseMs is how long a snapshot view lives without a Scan (snapshot.go); <= 0 means
+	// DefaultViewLeaseMs.
+	ViewLeaseMs int64
 	// OnCommit is called after each write is durable and published, before its Pending is done
 	// (so before Write returns), from the goroutine that waited for the fsync; it must not block
 	// long. Calls for writes whose fsyncs complete together may come in any order: each Commit
@@ -124,6 +127,13 @@ type Table struct {
 	buckets map[BucketID]*bucket
 	closed  bool
 	done    chan struct{} // closed by Close
+
+	// slotMu guards slots (slots.go).
+	slotMu sync.Mutex
+	slots  map[string]*SlotRecord
+	// views are the open snapshot views (snapshot.go), guarded by viewMu.
+	viewMu sync.Mutex
+	views  map[*SnapshotView]struct{}
 }
 
 // bucket is the in-memory state of one bucket.
@@ -272,7 +282,10 @@ func (t *Table) load() error {
 		}
 		t.buckets[id] = &bucket{id: id, prefix: bucketPrefix(id), m: m, exists: true}
 	}
-	return t.internalOrNil(it.Error())
+	if err := it.Error(); err != nil {
+		return t.internal(err)
+	}
+	return t.loadSlots()
 }
 
 func (t *Table) internal(err error) error {
@@ -427,6 +440,7 @@ func (t *Table) Close() error {
 		}
 	}
 	t.mu.Unlock()
+	t.releaseViews()
 	if f := t.failed.Load(); f != nil {
 		return f
 	}

@@ -306,6 +306,9 @@ func (t *Table) prepare(g *group, b *row.Batch, commitMs int64) {
 		}
 		s.cur = next
 		s.dirty = true
+		if !tbl.ChangelogEnabled {
+			continue // changelog.enabled = false: state only (SPEC section 8)
+		}
 		for _, ch := range changes {
 			if err := cw.add(end, ch.Kind, ch.Row); err != nil {
 				g.err = t.internal(err)
