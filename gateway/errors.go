@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/setats/setats/catalog"
+	"github.com/setats/setats/gateway/binlog"
 	"github.com/setats/setats/gateway/partname"
 	"github.com/setats/setats/gateway/row"
 	"github.com/setats/setats/gateway/store"
@@ -35,6 +36,13 @@ var errorCodes = map[error]codes.Code{
 	store.ErrClosed:               codes.Unavailable,
 	store.ErrTableFailed:          codes.Unavailable,
 	store.ErrInternal:             codes.Internal,
+	store.ErrResourceExhausted:    codes.ResourceExhausted,
+	store.ErrAborted:              codes.Aborted,
+	binlog.ErrInvalid:             codes.InvalidArgument,
+	binlog.ErrNotFound:            codes.NotFound,
+	binlog.ErrFailedPrecondition:  codes.FailedPrecondition,
+	binlog.ErrOutOfRange:          codes.OutOfRange,
+	binlog.ErrResourceExhausted:   codes.ResourceExhausted,
 	context.Canceled:              codes.Canceled,
 	context.DeadlineExceeded:      codes.DeadlineExceeded,
 }

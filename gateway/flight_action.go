@@ -30,6 +30,8 @@ const (
 	ActionWatch          = "watch"
 )
 
+func init() { actionTypes = append(actionTypes, binlogActionTypes...) }
+
 // actionTypes lists the actions in ListActions order, with their descriptions.
 var actionTypes = []*flight.ActionType{
 	{Type: ActionGatewayInfo, Description: "body: empty or Empty; result: GatewayInfo"},
@@ -230,6 +232,9 @@ func (s *Server) action(ctx context.Context, typ string, body []byte) (encoding,
 			return enc, nil, err
 		}
 		res, err := s.lookupOffsets(req)
+		return enc, res, err
+	}
+	if enc, res, err, ok := s.binlogAction(typ, body); ok {
 		return enc, res, err
 	}
 	return encBinary, nil, status.Errorf(codes.InvalidArgument, "unknown action type %q (ListActions lists the action types)", typ)

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
@@ -9,6 +10,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/setats/setats/gateway/row"
+	"github.com/setats/setats/gateway/rowcodec"
 	"github.com/setats/setats/gateway/store"
 	"github.com/setats/setats/proto/setatspb"
 )
@@ -59,6 +61,14 @@ func (f *flightService) DoGet(tkt *flight.Ticket, stream flight.FlightService_Do
 	}
 	id := store.BucketID{Partition: t.GetPartition(), Bucket: t.GetBucket()}
 	where := bucketName(ot.label, id)
+	if t.GetSnapshot() != nil {
+		return s.doGetSnapshot(ot, id, t, stream) // flight_snapshot.go
+	}
+	if !ot.tbl.ChangelogEnabled {
+		return status.Errorf(codes.FailedPrecondition,
+			"%s: the table has changelog.enabled = false (DWS enable_binlog off): it keeps no changelog to read; "+
+				"read its rows with a snapshot read, or re-create it with changelog.enabled = true", where)
+	}
 
 	// Resolve the start.
 	var next, end int64
@@ -96,6 +106,19 @@ func (f *flightService) DoGet(tkt *flight.Ticket, stream flight.FlightService_Do
 	if err != nil {
 		return err
 	}
+	follow := t.GetFollow()
+	if eo := t.GetEndOffset(); eo > 0 {
+		// A bounded range [next, eo) (binlog changes).
+		if eo < next {
+			return status.Errorf(codes.InvalidArgument, "%s: end offset %d is below the start offset %d", where, eo, next)
+		}
+		if eo > end {
+			return status.Errorf(codes.OutOfRange, "%s: end offset %d is beyond the bucket's end offset %d", where, eo, end)
+		}
+		end, follow = eo, false
+	}
+	maxKey := t.GetMaxKey()
+	var keyBuf []byte
 
 	maxRows := int(t.GetMaxBatchRows())
 	if maxRows <= 0 {
@@ -105,7 +128,6 @@ func (f *flightService) DoGet(tkt *flight.Ticket, stream flight.FlightService_Do
 	// Rows go out in record batches of about maxBytes at most (a larger row alone), so that a
 	// bucket of large rows stays readable within the message limits of both sides.
 	maxBytes := min(MaxBatchBytes, s.opts.MaxMessageBytes/2)
-	follow := t.GetFollow()
 	if follow {
 		// The store keeps the bucket's newest rows in memory for followers (store.Table.Follow).
 		var unfollow func()
@@ -186,6 +208,12 @@ func (f *flightService) DoGet(tkt *flight.Ticket, stream flight.FlightService_Do
 						continue
 					}
 					skipBeforeMs = -1 // commit times are non-decreasing per bucket
+				}
+				if len(maxKey) > 0 {
+					keyBuf = rowcodec.AppendKey(keyBuf[:0], ot.tbl, e.Row)
+					if bytes.Compare(keyBuf, maxKey) > 0 {
+						continue
+					}
 				}
 				if bld.Len() > 0 && bld.Bytes()+row.RowBytes(e.Row) > maxBytes {
 					if err := send(); err != nil {

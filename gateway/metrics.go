@@ -30,6 +30,7 @@ type metrics struct {
 	natsReconnects prometheus.Counter
 	failedTables   prometheus.Gauge
 	pendingWrites  prometheus.Gauge
+	slots          *slotMetrics // metrics_binlog.go
 }
 
 func newMetrics() *metrics {
@@ -109,6 +110,7 @@ func newMetrics() *metrics {
 		m.startOffset, m.retentionRows, m.natsPublished, m.natsPubErrors, m.natsReconnects} {
 		f(c)
 	}
+	m.slots = newSlotMetrics(m.reg)
 	f(collectors.NewGoCollector())
 	f(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -155,6 +157,7 @@ func (m *metrics) setBucketOffsets(table, partition string, bucket int32, start,
 func (m *metrics) forgetTable(table string) {
 	m.startOffset.DeletePartialMatch(prometheus.Labels{"table": table})
 	m.endOffset.DeletePartialMatch(prometheus.Labels{"table": table})
+	m.slots.forget(table)
 }
 
 // readCounters returns the setats_rows_read_total counters of a table, indexed by RowKind value.

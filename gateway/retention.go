@@ -21,8 +21,10 @@ func (s *Server) retentionLoop() {
 }
 
 // RunRetention removes, in every table of the catalog, the changelog rows older than the table's
-// changelog.retention.ms (else --changelog-retention) as of Options.Clock (SPEC section 4), and
-// returns the number of rows removed. A table whose store is not open yet (not used since the
+// changelog.retention.ms (else --changelog-retention) as of Options.Clock (SPEC section 4), applies
+// the binlog rules (slot TTL, lost slots, consume-then-clean: binlog.Slots.Clean, SPEC section 8),
+// releases snapshot views whose lease ran out and refreshes the slot gauges, and returns the
+// number of rows removed. A table whose store is not open yet (not used since the
 // gateway started) has its store opened here, so that its expired rows go too. The retention loop
 // calls it; tests call it directly with a fake clock.
 func (s *Server) RunRetention() int64 {
@@ -34,11 +36,20 @@ func (s *Server) RunRetention() int64 {
 	for _, ot := range s.catalogTables() {
 		var removed int64
 		err := ot.use(s, func(st *storeTable) error {
-			var err error
-			removed, err = st.ApplyRetention(now)
+			// Retention, slot TTL, lost slots and consume-then-clean (SPEC sections 4 and 8).
+			res, err := ot.slots.Clean()
+			removed = res.Removed
 			if err != nil {
 				return err
 			}
+			for _, name := range res.Expired {
+				s.log.Warn("binlog slot expired (slot.ttl)", "table", ot.label, "slot", name)
+			}
+			for _, name := range res.Lost {
+				s.log.Warn("binlog slot lost: changelog retention removed rows it needed", "table", ot.label, "slot", name)
+			}
+			st.ReleaseExpiredViews(now)
+			s.updateSlotMetrics(ot)
 			for _, b := range st.Buckets() {
 				s.metrics.setBucketOffsets(ot.label, b.Partition, b.Bucket, b.StartOffset, b.EndOffset)
 			}

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/setats/setats/catalog"
+	"github.com/setats/setats/gateway/binlog"
 	"github.com/setats/setats/gateway/store"
 )
 
@@ -20,6 +21,8 @@ type openTable struct {
 	tbl   *catalog.Table
 	st    *store.Table
 	label string // metrics label "db.table"
+	// slots applies the binlog rules (SPEC section 8) to the table's slots.
+	slots *binlog.Slots
 
 	mu     sync.RWMutex
 	closed bool
@@ -140,7 +143,8 @@ func (r *tableRegistry) open(tbl *catalog.Table) (*openTable, error) {
 		r.s.metrics.failedTables.Set(float64(len(r.failed)))
 		r.s.log.Info("table store opened after an earlier failure", "table", label)
 	}
-	ot := &openTable{tbl: tbl, st: st, label: label, gone: make(chan struct{})}
+	ot := &openTable{tbl: tbl, st: st, label: label, gone: make(chan struct{}),
+		slots: binlog.New(st, binlog.Options{Clock: r.s.opts.Clock})}
 	r.byID[id] = ot
 	r.s.metrics.openTables.Inc()
 	for _, b := range st.Buckets() {

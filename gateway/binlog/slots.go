@@ -344,3 +344,6 @@ func bucketWords(id store.BucketID) string {
 	}
 	return fmt.Sprintf("partition %q bucket %d", id.Partition, id.Bucket)
 }
+
+// Table returns the table's name, "db.table".
+func (s *Slots) Table() string { return s.label }

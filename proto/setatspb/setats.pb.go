@@ -145,6 +145,59 @@ func (NotificationKind) EnumDescriptor() ([]byte, []int) {
 	return file_setats_proto_rawDescGZIP(), []int{1}
 }
 
+// SlotStatus is a slot's status.
+type SlotStatus int32
+
+const (
+	SlotStatus_SLOT_STATUS_UNSPECIFIED SlotStatus = 0
+	SlotStatus_SLOT_ACTIVE             SlotStatus = 1 // holds the rows at and above its checkpoint sync points
+	SlotStatus_SLOT_EXPIRED            SlotStatus = 2 // no checkpoint sync point registered for slot.ttl; holds nothing
+	SlotStatus_SLOT_LOST               SlotStatus = 3 // changelog retention removed rows it still needed (reason names them)
+)
+
+// Enum value maps for SlotStatus.
+var (
+	SlotStatus_name = map[int32]string{
+		0: "SLOT_STATUS_UNSPECIFIED",
+		1: "SLOT_ACTIVE",
+		2: "SLOT_EXPIRED",
+		3: "SLOT_LOST",
+	}
+	SlotStatus_value = map[string]int32{
+		"SLOT_STATUS_UNSPECIFIED": 0,
+		"SLOT_ACTIVE":             1,
+		"SLOT_EXPIRED":            2,
+		"SLOT_LOST":               3,
+	}
+)
+
+func (x SlotStatus) Enum() *SlotStatus {
+	p := new(SlotStatus)
+	*p = x
+	return p
+}
+
+func (x SlotStatus) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (SlotStatus) Descriptor() protoreflect.EnumDescriptor {
+	return file_setats_proto_enumTypes[2].Descriptor()
+}
+
+func (SlotStatus) Type() protoreflect.EnumType {
+	return &file_setats_proto_enumTypes[2]
+}
+
+func (x SlotStatus) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use SlotStatus.Descriptor instead.
+func (SlotStatus) EnumDescriptor() ([]byte, []int) {
+	return file_setats_proto_rawDescGZIP(), []int{2}
+}
+
 // CatalogContext carries the catalog options of a Flink DDL (SPEC section 2). A request that names
 // a table may carry it; the gateway checks it before doing anything else:
 //   - warehouse: when set, must equal the gateway's warehouse after normalisation (file:// prefix,
@@ -889,7 +942,18 @@ type ChangelogTicket struct {
 	// TableInfo.table_id of the table the position belongs to. When set and the table was dropped
 	// and re-created since, DoGet fails with NotFound naming both ids instead of reading the new
 	// table from an offset of the old one. GetFlightInfo fills it in; "" skips the check.
-	TableId       string `protobuf:"bytes,11,opt,name=table_id,json=tableId,proto3" json:"table_id,omitempty"`
+	TableId string `protobuf:"bytes,11,opt,name=table_id,json=tableId,proto3" json:"table_id,omitempty"`
+	// When set, DoGet streams the bucket's merged rows at one consistent view instead of its
+	// changelog (SPEC sections 9 and 13; proto/README.md "Snapshot reads"). The start, follow and
+	// end_offset fields are then ignored.
+	Snapshot *SnapshotRead `protobuf:"bytes,12,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
+	// > 0: a bounded read that ends before this offset (exclusive; must be >= the start and <= the
+	// bucket's end offset): the changes of an offset range (`setats binlog changes`).
+	EndOffset int64 `protobuf:"varint,13,opt,name=end_offset,json=endOffset,proto3" json:"end_offset,omitempty"`
+	// Non-empty: only changelog rows whose primary key, encoded as the `_key` column of a snapshot
+	// read, is <= this key are sent (the catch-up of a snapshot resumed on a newer view, SPEC
+	// section 9). Offsets of skipped rows are not sent.
+	MaxKey        []byte `protobuf:"bytes,14,opt,name=max_key,json=maxKey,proto3" json:"max_key,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1014,6 +1078,27 @@ func (x *ChangelogTicket) GetTableId() string {
 	return ""
 }
 
+func (x *ChangelogTicket) GetSnapshot() *SnapshotRead {
+	if x != nil {
+		return x.Snapshot
+	}
+	return nil
+}
+
+func (x *ChangelogTicket) GetEndOffset() int64 {
+	if x != nil {
+		return x.EndOffset
+	}
+	return 0
+}
+
+func (x *ChangelogTicket) GetMaxKey() []byte {
+	if x != nil {
+		return x.MaxKey
+	}
+	return nil
+}
+
 type isChangelogTicket_Start interface {
 	isChangelogTicket_Start()
 }
@@ -1038,6 +1123,78 @@ func (*ChangelogTicket_TimestampMs) isChangelogTicket_Start() {}
 
 func (*ChangelogTicket_Position) isChangelogTicket_Start() {}
 
+// SnapshotRead asks DoGet for a bucket's merged rows (ChangelogTicket.snapshot). The gateway
+// takes one consistent view of the bucket: its rows exactly as of end offset E, which it writes
+// into the schema metadata "setats.snapshot.end_offset" (decimal). Rows come in primary-key order.
+// Stream schema: `_key` binary (not null; the row's encoded primary key, opaque to clients, the
+// resume key), then the table's columns in table order; metadata setats.partition, setats.bucket,
+// setats.snapshot.end_offset.
+type SnapshotRead struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Resume after this key (the `_key` of the last row received); empty starts at the first row.
+	// A resumed read takes a new view whose E may be newer: the client reads the changelog
+	// [old E, new E) with max_key = after_key to catch up the rows it had already received.
+	AfterKey []byte `protobuf:"bytes,1,opt,name=after_key,json=afterKey,proto3" json:"after_key,omitempty"`
+	// Reserved for snapshot reads with projection and partition filters (SPEC section 13): the
+	// columns to return (empty: all) and the partitions to read. Not served yet: a non-empty value
+	// is Unimplemented.
+	Columns       []string `protobuf:"bytes,2,rep,name=columns,proto3" json:"columns,omitempty"`
+	Partitions    []string `protobuf:"bytes,3,rep,name=partitions,proto3" json:"partitions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SnapshotRead) Reset() {
+	*x = SnapshotRead{}
+	mi := &file_setats_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SnapshotRead) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SnapshotRead) ProtoMessage() {}
+
+func (x *SnapshotRead) ProtoReflect() protoreflect.Message {
+	mi := &file_setats_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SnapshotRead.ProtoReflect.Descriptor instead.
+func (*SnapshotRead) Descriptor() ([]byte, []int) {
+	return file_setats_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *SnapshotRead) GetAfterKey() []byte {
+	if x != nil {
+		return x.AfterKey
+	}
+	return nil
+}
+
+func (x *SnapshotRead) GetColumns() []string {
+	if x != nil {
+		return x.Columns
+	}
+	return nil
+}
+
+func (x *SnapshotRead) GetPartitions() []string {
+	if x != nil {
+		return x.Partitions
+	}
+	return nil
+}
+
 type Empty struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -1046,7 +1203,7 @@ type Empty struct {
 
 func (x *Empty) Reset() {
 	*x = Empty{}
-	mi := &file_setats_proto_msgTypes[9]
+	mi := &file_setats_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1058,7 +1215,7 @@ func (x *Empty) String() string {
 func (*Empty) ProtoMessage() {}
 
 func (x *Empty) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[9]
+	mi := &file_setats_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1071,7 +1228,7 @@ func (x *Empty) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Empty.ProtoReflect.Descriptor instead.
 func (*Empty) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{9}
+	return file_setats_proto_rawDescGZIP(), []int{10}
 }
 
 type GatewayInfo struct {
@@ -1088,7 +1245,7 @@ type GatewayInfo struct {
 
 func (x *GatewayInfo) Reset() {
 	*x = GatewayInfo{}
-	mi := &file_setats_proto_msgTypes[10]
+	mi := &file_setats_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1100,7 +1257,7 @@ func (x *GatewayInfo) String() string {
 func (*GatewayInfo) ProtoMessage() {}
 
 func (x *GatewayInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[10]
+	mi := &file_setats_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1113,7 +1270,7 @@ func (x *GatewayInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GatewayInfo.ProtoReflect.Descriptor instead.
 func (*GatewayInfo) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{10}
+	return file_setats_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *GatewayInfo) GetVersion() string {
@@ -1165,7 +1322,7 @@ type DatabaseRequest struct {
 
 func (x *DatabaseRequest) Reset() {
 	*x = DatabaseRequest{}
-	mi := &file_setats_proto_msgTypes[11]
+	mi := &file_setats_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1177,7 +1334,7 @@ func (x *DatabaseRequest) String() string {
 func (*DatabaseRequest) ProtoMessage() {}
 
 func (x *DatabaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[11]
+	mi := &file_setats_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1190,7 +1347,7 @@ func (x *DatabaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DatabaseRequest.ProtoReflect.Descriptor instead.
 func (*DatabaseRequest) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{11}
+	return file_setats_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *DatabaseRequest) GetCatalog() *CatalogContext {
@@ -1230,7 +1387,7 @@ type ListDatabasesRequest struct {
 
 func (x *ListDatabasesRequest) Reset() {
 	*x = ListDatabasesRequest{}
-	mi := &file_setats_proto_msgTypes[12]
+	mi := &file_setats_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1242,7 +1399,7 @@ func (x *ListDatabasesRequest) String() string {
 func (*ListDatabasesRequest) ProtoMessage() {}
 
 func (x *ListDatabasesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[12]
+	mi := &file_setats_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1255,7 +1412,7 @@ func (x *ListDatabasesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDatabasesRequest.ProtoReflect.Descriptor instead.
 func (*ListDatabasesRequest) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{12}
+	return file_setats_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ListDatabasesRequest) GetCatalog() *CatalogContext {
@@ -1274,7 +1431,7 @@ type ListDatabasesResponse struct {
 
 func (x *ListDatabasesResponse) Reset() {
 	*x = ListDatabasesResponse{}
-	mi := &file_setats_proto_msgTypes[13]
+	mi := &file_setats_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1286,7 +1443,7 @@ func (x *ListDatabasesResponse) String() string {
 func (*ListDatabasesResponse) ProtoMessage() {}
 
 func (x *ListDatabasesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[13]
+	mi := &file_setats_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1299,7 +1456,7 @@ func (x *ListDatabasesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDatabasesResponse.ProtoReflect.Descriptor instead.
 func (*ListDatabasesResponse) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{13}
+	return file_setats_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ListDatabasesResponse) GetDatabases() []string {
@@ -1323,7 +1480,7 @@ type CreateTableRequest struct {
 
 func (x *CreateTableRequest) Reset() {
 	*x = CreateTableRequest{}
-	mi := &file_setats_proto_msgTypes[14]
+	mi := &file_setats_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1335,7 +1492,7 @@ func (x *CreateTableRequest) String() string {
 func (*CreateTableRequest) ProtoMessage() {}
 
 func (x *CreateTableRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[14]
+	mi := &file_setats_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1348,7 +1505,7 @@ func (x *CreateTableRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTableRequest.ProtoReflect.Descriptor instead.
 func (*CreateTableRequest) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{14}
+	return file_setats_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *CreateTableRequest) GetCatalog() *CatalogContext {
@@ -1392,7 +1549,7 @@ type TableRequest struct {
 
 func (x *TableRequest) Reset() {
 	*x = TableRequest{}
-	mi := &file_setats_proto_msgTypes[15]
+	mi := &file_setats_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1404,7 +1561,7 @@ func (x *TableRequest) String() string {
 func (*TableRequest) ProtoMessage() {}
 
 func (x *TableRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[15]
+	mi := &file_setats_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1417,7 +1574,7 @@ func (x *TableRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TableRequest.ProtoReflect.Descriptor instead.
 func (*TableRequest) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{15}
+	return file_setats_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *TableRequest) GetCatalog() *CatalogContext {
@@ -1458,7 +1615,7 @@ type ListTablesRequest struct {
 
 func (x *ListTablesRequest) Reset() {
 	*x = ListTablesRequest{}
-	mi := &file_setats_proto_msgTypes[16]
+	mi := &file_setats_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1470,7 +1627,7 @@ func (x *ListTablesRequest) String() string {
 func (*ListTablesRequest) ProtoMessage() {}
 
 func (x *ListTablesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[16]
+	mi := &file_setats_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1483,7 +1640,7 @@ func (x *ListTablesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTablesRequest.ProtoReflect.Descriptor instead.
 func (*ListTablesRequest) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{16}
+	return file_setats_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ListTablesRequest) GetCatalog() *CatalogContext {
@@ -1509,7 +1666,7 @@ type ListTablesResponse struct {
 
 func (x *ListTablesResponse) Reset() {
 	*x = ListTablesResponse{}
-	mi := &file_setats_proto_msgTypes[17]
+	mi := &file_setats_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1521,7 +1678,7 @@ func (x *ListTablesResponse) String() string {
 func (*ListTablesResponse) ProtoMessage() {}
 
 func (x *ListTablesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[17]
+	mi := &file_setats_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1534,7 +1691,7 @@ func (x *ListTablesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTablesResponse.ProtoReflect.Descriptor instead.
 func (*ListTablesResponse) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{17}
+	return file_setats_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ListTablesResponse) GetTables() []string {
@@ -1554,7 +1711,7 @@ type ListBucketsResponse struct {
 
 func (x *ListBucketsResponse) Reset() {
 	*x = ListBucketsResponse{}
-	mi := &file_setats_proto_msgTypes[18]
+	mi := &file_setats_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1566,7 +1723,7 @@ func (x *ListBucketsResponse) String() string {
 func (*ListBucketsResponse) ProtoMessage() {}
 
 func (x *ListBucketsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[18]
+	mi := &file_setats_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1579,7 +1736,7 @@ func (x *ListBucketsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListBucketsResponse.ProtoReflect.Descriptor instead.
 func (*ListBucketsResponse) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{18}
+	return file_setats_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ListBucketsResponse) GetBuckets() []*BucketOffsets {
@@ -1606,7 +1763,7 @@ type LookupOffsetsRequest struct {
 
 func (x *LookupOffsetsRequest) Reset() {
 	*x = LookupOffsetsRequest{}
-	mi := &file_setats_proto_msgTypes[19]
+	mi := &file_setats_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1618,7 +1775,7 @@ func (x *LookupOffsetsRequest) String() string {
 func (*LookupOffsetsRequest) ProtoMessage() {}
 
 func (x *LookupOffsetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[19]
+	mi := &file_setats_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1631,7 +1788,7 @@ func (x *LookupOffsetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LookupOffsetsRequest.ProtoReflect.Descriptor instead.
 func (*LookupOffsetsRequest) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{19}
+	return file_setats_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *LookupOffsetsRequest) GetCatalog() *CatalogContext {
@@ -1711,7 +1868,7 @@ type ResolvedOffset struct {
 
 func (x *ResolvedOffset) Reset() {
 	*x = ResolvedOffset{}
-	mi := &file_setats_proto_msgTypes[20]
+	mi := &file_setats_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1723,7 +1880,7 @@ func (x *ResolvedOffset) String() string {
 func (*ResolvedOffset) ProtoMessage() {}
 
 func (x *ResolvedOffset) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[20]
+	mi := &file_setats_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1736,7 +1893,7 @@ func (x *ResolvedOffset) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolvedOffset.ProtoReflect.Descriptor instead.
 func (*ResolvedOffset) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{20}
+	return file_setats_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ResolvedOffset) GetPartition() string {
@@ -1776,7 +1933,7 @@ type LookupOffsetsResponse struct {
 
 func (x *LookupOffsetsResponse) Reset() {
 	*x = LookupOffsetsResponse{}
-	mi := &file_setats_proto_msgTypes[21]
+	mi := &file_setats_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1788,7 +1945,7 @@ func (x *LookupOffsetsResponse) String() string {
 func (*LookupOffsetsResponse) ProtoMessage() {}
 
 func (x *LookupOffsetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[21]
+	mi := &file_setats_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1801,7 +1958,7 @@ func (x *LookupOffsetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LookupOffsetsResponse.ProtoReflect.Descriptor instead.
 func (*LookupOffsetsResponse) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{21}
+	return file_setats_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *LookupOffsetsResponse) GetOffsets() []*ResolvedOffset {
@@ -1825,7 +1982,7 @@ type WatchRequest struct {
 
 func (x *WatchRequest) Reset() {
 	*x = WatchRequest{}
-	mi := &file_setats_proto_msgTypes[22]
+	mi := &file_setats_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1837,7 +1994,7 @@ func (x *WatchRequest) String() string {
 func (*WatchRequest) ProtoMessage() {}
 
 func (x *WatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[22]
+	mi := &file_setats_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1850,7 +2007,7 @@ func (x *WatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchRequest.ProtoReflect.Descriptor instead.
 func (*WatchRequest) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{22}
+	return file_setats_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *WatchRequest) GetCatalog() *CatalogContext {
@@ -1892,7 +2049,7 @@ type Notification struct {
 
 func (x *Notification) Reset() {
 	*x = Notification{}
-	mi := &file_setats_proto_msgTypes[23]
+	mi := &file_setats_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1904,7 +2061,7 @@ func (x *Notification) String() string {
 func (*Notification) ProtoMessage() {}
 
 func (x *Notification) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[23]
+	mi := &file_setats_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1917,7 +2074,7 @@ func (x *Notification) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Notification.ProtoReflect.Descriptor instead.
 func (*Notification) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{23}
+	return file_setats_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Notification) GetKind() NotificationKind {
@@ -1974,6 +2131,1081 @@ func (x *Notification) GetTableId() string {
 		return x.TableId
 	}
 	return ""
+}
+
+// SlotRequest names a slot of a table (binlog-release-slot, binlog-drop-slot, binlog-sync-point,
+// binlog-progress, binlog-slots).
+type SlotRequest struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Catalog  *CatalogContext        `protobuf:"bytes,1,opt,name=catalog,proto3" json:"catalog,omitempty"`
+	Database string                 `protobuf:"bytes,2,opt,name=database,proto3" json:"database,omitempty"`
+	Table    string                 `protobuf:"bytes,3,opt,name=table,proto3" json:"table,omitempty"`
+	// The slot; binlog-progress and binlog-slots: "" means every slot.
+	Slot string `protobuf:"bytes,4,opt,name=slot,proto3" json:"slot,omitempty"`
+	// The job id that owns the slot (binlog-release-slot).
+	Owner string `protobuf:"bytes,5,opt,name=owner,proto3" json:"owner,omitempty"`
+	// binlog-sync-point: report the checkpoint sync points (true) or the running ones (false).
+	Checkpoint bool `protobuf:"varint,6,opt,name=checkpoint,proto3" json:"checkpoint,omitempty"`
+	// binlog-drop-slot: succeed when the slot does not exist.
+	IgnoreIfNotExists bool `protobuf:"varint,7,opt,name=ignore_if_not_exists,json=ignoreIfNotExists,proto3" json:"ignore_if_not_exists,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *SlotRequest) Reset() {
+	*x = SlotRequest{}
+	mi := &file_setats_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SlotRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SlotRequest) ProtoMessage() {}
+
+func (x *SlotRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_setats_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SlotRequest.ProtoReflect.Descriptor instead.
+func (*SlotRequest) Descriptor() ([]byte, []int) {
+	return file_setats_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *SlotRequest) GetCatalog() *CatalogContext {
+	if x != nil {
+		return x.Catalog
+	}
+	return nil
+}
+
+func (x *SlotRequest) GetDatabase() string {
+	if x != nil {
+		return x.Database
+	}
+	return ""
+}
+
+func (x *SlotRequest) GetTable() string {
+	if x != nil {
+		return x.Table
+	}
+	return ""
+}
+
+func (x *SlotRequest) GetSlot() string {
+	if x != nil {
+		return x.Slot
+	}
+	return ""
+}
+
+func (x *SlotRequest) GetOwner() string {
+	if x != nil {
+		return x.Owner
+	}
+	return ""
+}
+
+func (x *SlotRequest) GetCheckpoint() bool {
+	if x != nil {
+		return x.Checkpoint
+	}
+	return false
+}
+
+func (x *SlotRequest) GetIgnoreIfNotExists() bool {
+	if x != nil {
+		return x.IgnoreIfNotExists
+	}
+	return false
+}
+
+// AcquireSlotRequest (binlog-acquire-slot): the job `owner` takes slot `slot` for lease_ms,
+// creating it when it does not exist; sent again, it renews the lease.
+type AcquireSlotRequest struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Catalog  *CatalogContext        `protobuf:"bytes,1,opt,name=catalog,proto3" json:"catalog,omitempty"`
+	Database string                 `protobuf:"bytes,2,opt,name=database,proto3" json:"database,omitempty"`
+	Table    string                 `protobuf:"bytes,3,opt,name=table,proto3" json:"table,omitempty"`
+	Slot     string                 `protobuf:"bytes,4,opt,name=slot,proto3" json:"slot,omitempty"`
+	Owner    string                 `protobuf:"bytes,5,opt,name=owner,proto3" json:"owner,omitempty"`
+	// An expired or lost slot starts over (active, no sync points) instead of failing.
+	Reset_ bool `protobuf:"varint,6,opt,name=reset,proto3" json:"reset,omitempty"`
+	// Ownership lease (ms); <= 0 means 60000.
+	LeaseMs       int64 `protobuf:"varint,7,opt,name=lease_ms,json=leaseMs,proto3" json:"lease_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AcquireSlotRequest) Reset() {
+	*x = AcquireSlotRequest{}
+	mi := &file_setats_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AcquireSlotRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AcquireSlotRequest) ProtoMessage() {}
+
+func (x *AcquireSlotRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_setats_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AcquireSlotRequest.ProtoReflect.Descriptor instead.
+func (*AcquireSlotRequest) Descriptor() ([]byte, []int) {
+	return file_setats_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *AcquireSlotRequest) GetCatalog() *CatalogContext {
+	if x != nil {
+		return x.Catalog
+	}
+	return nil
+}
+
+func (x *AcquireSlotRequest) GetDatabase() string {
+	if x != nil {
+		return x.Database
+	}
+	return ""
+}
+
+func (x *AcquireSlotRequest) GetTable() string {
+	if x != nil {
+		return x.Table
+	}
+	return ""
+}
+
+func (x *AcquireSlotRequest) GetSlot() string {
+	if x != nil {
+		return x.Slot
+	}
+	return ""
+}
+
+func (x *AcquireSlotRequest) GetOwner() string {
+	if x != nil {
+		return x.Owner
+	}
+	return ""
+}
+
+func (x *AcquireSlotRequest) GetReset_() bool {
+	if x != nil {
+		return x.Reset_
+	}
+	return false
+}
+
+func (x *AcquireSlotRequest) GetLeaseMs() int64 {
+	if x != nil {
+		return x.LeaseMs
+	}
+	return 0
+}
+
+// SyncPointPosition is one bucket's sync point: the next offset to read.
+type SyncPointPosition struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Partition     string                 `protobuf:"bytes,1,opt,name=partition,proto3" json:"partition,omitempty"`
+	Bucket        int32                  `protobuf:"varint,2,opt,name=bucket,proto3" json:"bucket,omitempty"`
+	Offset        int64                  `protobuf:"varint,3,opt,name=offset,proto3" json:"offset,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SyncPointPosition) Reset() {
+	*x = SyncPointPosition{}
+	mi := &file_setats_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SyncPointPosition) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SyncPointPosition) ProtoMessage() {}
+
+func (x *SyncPointPosition) ProtoReflect() protoreflect.Message {
+	mi := &file_setats_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SyncPointPosition.ProtoReflect.Descriptor instead.
+func (*SyncPointPosition) Descriptor() ([]byte, []int) {
+	return file_setats_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *SyncPointPosition) GetPartition() string {
+	if x != nil {
+		return x.Partition
+	}
+	return ""
+}
+
+func (x *SyncPointPosition) GetBucket() int32 {
+	if x != nil {
+		return x.Bucket
+	}
+	return 0
+}
+
+func (x *SyncPointPosition) GetOffset() int64 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
+}
+
+// RegisterSyncPointRequest (binlog-register-sync-point, DWS pgxc_register_binlog_sync_point).
+type RegisterSyncPointRequest struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Catalog  *CatalogContext        `protobuf:"bytes,1,opt,name=catalog,proto3" json:"catalog,omitempty"`
+	Database string                 `protobuf:"bytes,2,opt,name=database,proto3" json:"database,omitempty"`
+	Table    string                 `protobuf:"bytes,3,opt,name=table,proto3" json:"table,omitempty"`
+	Slot     string                 `protobuf:"bytes,4,opt,name=slot,proto3" json:"slot,omitempty"`
+	// Job id of the owner; "" registers without owning (an operator's manual point).
+	Owner string `protobuf:"bytes,5,opt,name=owner,proto3" json:"owner,omitempty"`
+	// true: checkpoint sync points (renew slot.ttl); false: running points (monitoring only).
+	Checkpoint    bool                 `protobuf:"varint,6,opt,name=checkpoint,proto3" json:"checkpoint,omitempty"`
+	Points        []*SyncPointPosition `protobuf:"bytes,7,rep,name=points,proto3" json:"points,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RegisterSyncPointRequest) Reset() {
+	*x = RegisterSyncPointRequest{}
+	mi := &file_setats_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RegisterSyncPointRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RegisterSyncPointRequest) ProtoMessage() {}
+
+func (x *RegisterSyncPointRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_setats_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RegisterSyncPointRequest.ProtoReflect.Descriptor instead.
+func (*RegisterSyncPointRequest) Descriptor() ([]byte, []int) {
+	return file_setats_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *RegisterSyncPointRequest) GetCatalog() *CatalogContext {
+	if x != nil {
+		return x.Catalog
+	}
+	return nil
+}
+
+func (x *RegisterSyncPointRequest) GetDatabase() string {
+	if x != nil {
+		return x.Database
+	}
+	return ""
+}
+
+func (x *RegisterSyncPointRequest) GetTable() string {
+	if x != nil {
+		return x.Table
+	}
+	return ""
+}
+
+func (x *RegisterSyncPointRequest) GetSlot() string {
+	if x != nil {
+		return x.Slot
+	}
+	return ""
+}
+
+func (x *RegisterSyncPointRequest) GetOwner() string {
+	if x != nil {
+		return x.Owner
+	}
+	return ""
+}
+
+func (x *RegisterSyncPointRequest) GetCheckpoint() bool {
+	if x != nil {
+		return x.Checkpoint
+	}
+	return false
+}
+
+func (x *RegisterSyncPointRequest) GetPoints() []*SyncPointPosition {
+	if x != nil {
+		return x.Points
+	}
+	return nil
+}
+
+// SlotBucket is a slot's sync points in one bucket.
+type SlotBucket struct {
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	Partition        string                 `protobuf:"bytes,1,opt,name=partition,proto3" json:"partition,omitempty"`
+	Bucket           int32                  `protobuf:"varint,2,opt,name=bucket,proto3" json:"bucket,omitempty"`
+	CheckpointOffset int64                  `protobuf:"varint,3,opt,name=checkpoint_offset,json=checkpointOffset,proto3" json:"checkpoint_offset,omitempty"`
+	RunningOffset    int64                  `protobuf:"varint,4,opt,name=running_offset,json=runningOffset,proto3" json:"running_offset,omitempty"`
+	CheckpointMs     int64                  `protobuf:"varint,5,opt,name=checkpoint_ms,json=checkpointMs,proto3" json:"checkpoint_ms,omitempty"`
+	RunningMs        int64                  `protobuf:"varint,6,opt,name=running_ms,json=runningMs,proto3" json:"running_ms,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *SlotBucket) Reset() {
+	*x = SlotBucket{}
+	mi := &file_setats_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SlotBucket) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SlotBucket) ProtoMessage() {}
+
+func (x *SlotBucket) ProtoReflect() protoreflect.Message {
+	mi := &file_setats_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SlotBucket.ProtoReflect.Descriptor instead.
+func (*SlotBucket) Descriptor() ([]byte, []int) {
+	return file_setats_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *SlotBucket) GetPartition() string {
+	if x != nil {
+		return x.Partition
+	}
+	return ""
+}
+
+func (x *SlotBucket) GetBucket() int32 {
+	if x != nil {
+		return x.Bucket
+	}
+	return 0
+}
+
+func (x *SlotBucket) GetCheckpointOffset() int64 {
+	if x != nil {
+		return x.CheckpointOffset
+	}
+	return 0
+}
+
+func (x *SlotBucket) GetRunningOffset() int64 {
+	if x != nil {
+		return x.RunningOffset
+	}
+	return 0
+}
+
+func (x *SlotBucket) GetCheckpointMs() int64 {
+	if x != nil {
+		return x.CheckpointMs
+	}
+	return 0
+}
+
+func (x *SlotBucket) GetRunningMs() int64 {
+	if x != nil {
+		return x.RunningMs
+	}
+	return 0
+}
+
+// SlotInfo describes a slot.
+type SlotInfo struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Name   string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Status SlotStatus             `protobuf:"varint,2,opt,name=status,proto3,enum=setats.v1.SlotStatus" json:"status,omitempty"`
+	// Why the slot is expired or lost.
+	Reason string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	// Owning job id ("" when none) and the end of its lease (ms).
+	Owner             string `protobuf:"bytes,4,opt,name=owner,proto3" json:"owner,omitempty"`
+	OwnerLeaseUntilMs int64  `protobuf:"varint,5,opt,name=owner_lease_until_ms,json=ownerLeaseUntilMs,proto3" json:"owner_lease_until_ms,omitempty"`
+	CreatedAtMs       int64  `protobuf:"varint,6,opt,name=created_at_ms,json=createdAtMs,proto3" json:"created_at_ms,omitempty"`
+	// When a checkpoint sync point was last registered (the base of slot.ttl).
+	UpdatedAtMs int64 `protobuf:"varint,7,opt,name=updated_at_ms,json=updatedAtMs,proto3" json:"updated_at_ms,omitempty"`
+	// When the slot expires unless a checkpoint sync point is registered (0 unless active).
+	ExpiresAtMs int64 `protobuf:"varint,8,opt,name=expires_at_ms,json=expiresAtMs,proto3" json:"expires_at_ms,omitempty"`
+	// The buckets the slot registered sync points for, by partition then bucket.
+	Buckets []*SlotBucket `protobuf:"bytes,9,rep,name=buckets,proto3" json:"buckets,omitempty"`
+	// binlog-acquire-slot: the slot was created (or reset) by this call.
+	Created       bool `protobuf:"varint,10,opt,name=created,proto3" json:"created,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SlotInfo) Reset() {
+	*x = SlotInfo{}
+	mi := &file_setats_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SlotInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SlotInfo) ProtoMessage() {}
+
+func (x *SlotInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_setats_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SlotInfo.ProtoReflect.Descriptor instead.
+func (*SlotInfo) Descriptor() ([]byte, []int) {
+	return file_setats_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *SlotInfo) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *SlotInfo) GetStatus() SlotStatus {
+	if x != nil {
+		return x.Status
+	}
+	return SlotStatus_SLOT_STATUS_UNSPECIFIED
+}
+
+func (x *SlotInfo) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *SlotInfo) GetOwner() string {
+	if x != nil {
+		return x.Owner
+	}
+	return ""
+}
+
+func (x *SlotInfo) GetOwnerLeaseUntilMs() int64 {
+	if x != nil {
+		return x.OwnerLeaseUntilMs
+	}
+	return 0
+}
+
+func (x *SlotInfo) GetCreatedAtMs() int64 {
+	if x != nil {
+		return x.CreatedAtMs
+	}
+	return 0
+}
+
+func (x *SlotInfo) GetUpdatedAtMs() int64 {
+	if x != nil {
+		return x.UpdatedAtMs
+	}
+	return 0
+}
+
+func (x *SlotInfo) GetExpiresAtMs() int64 {
+	if x != nil {
+		return x.ExpiresAtMs
+	}
+	return 0
+}
+
+func (x *SlotInfo) GetBuckets() []*SlotBucket {
+	if x != nil {
+		return x.Buckets
+	}
+	return nil
+}
+
+func (x *SlotInfo) GetCreated() bool {
+	if x != nil {
+		return x.Created
+	}
+	return false
+}
+
+type ListSlotsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Slots         []*SlotInfo            `protobuf:"bytes,1,rep,name=slots,proto3" json:"slots,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListSlotsResponse) Reset() {
+	*x = ListSlotsResponse{}
+	mi := &file_setats_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListSlotsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListSlotsResponse) ProtoMessage() {}
+
+func (x *ListSlotsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_setats_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListSlotsResponse.ProtoReflect.Descriptor instead.
+func (*ListSlotsResponse) Descriptor() ([]byte, []int) {
+	return file_setats_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *ListSlotsResponse) GetSlots() []*SlotInfo {
+	if x != nil {
+		return x.Slots
+	}
+	return nil
+}
+
+// BucketSyncPoint (binlog-sync-point, DWS pgxc_get_binlog_sync_point): the slot's last sync point
+// and the latest offset of one bucket.
+type BucketSyncPoint struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Partition string                 `protobuf:"bytes,1,opt,name=partition,proto3" json:"partition,omitempty"`
+	Bucket    int32                  `protobuf:"varint,2,opt,name=bucket,proto3" json:"bucket,omitempty"`
+	// The slot's sync point (checkpoint or running, as asked); the oldest retained offset when the
+	// slot has none for the bucket yet (registered = false).
+	LastSyncPoint int64 `protobuf:"varint,3,opt,name=last_sync_point,json=lastSyncPoint,proto3" json:"last_sync_point,omitempty"`
+	// The bucket's end offset.
+	LatestSyncPoint int64 `protobuf:"varint,4,opt,name=latest_sync_point,json=latestSyncPoint,proto3" json:"latest_sync_point,omitempty"`
+	Registered      bool  `protobuf:"varint,5,opt,name=registered,proto3" json:"registered,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *BucketSyncPoint) Reset() {
+	*x = BucketSyncPoint{}
+	mi := &file_setats_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BucketSyncPoint) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BucketSyncPoint) ProtoMessage() {}
+
+func (x *BucketSyncPoint) ProtoReflect() protoreflect.Message {
+	mi := &file_setats_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BucketSyncPoint.ProtoReflect.Descriptor instead.
+func (*BucketSyncPoint) Descriptor() ([]byte, []int) {
+	return file_setats_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *BucketSyncPoint) GetPartition() string {
+	if x != nil {
+		return x.Partition
+	}
+	return ""
+}
+
+func (x *BucketSyncPoint) GetBucket() int32 {
+	if x != nil {
+		return x.Bucket
+	}
+	return 0
+}
+
+func (x *BucketSyncPoint) GetLastSyncPoint() int64 {
+	if x != nil {
+		return x.LastSyncPoint
+	}
+	return 0
+}
+
+func (x *BucketSyncPoint) GetLatestSyncPoint() int64 {
+	if x != nil {
+		return x.LatestSyncPoint
+	}
+	return 0
+}
+
+func (x *BucketSyncPoint) GetRegistered() bool {
+	if x != nil {
+		return x.Registered
+	}
+	return false
+}
+
+type SyncPointResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Slot          string                 `protobuf:"bytes,1,opt,name=slot,proto3" json:"slot,omitempty"`
+	Checkpoint    bool                   `protobuf:"varint,2,opt,name=checkpoint,proto3" json:"checkpoint,omitempty"`
+	Buckets       []*BucketSyncPoint     `protobuf:"bytes,3,rep,name=buckets,proto3" json:"buckets,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SyncPointResponse) Reset() {
+	*x = SyncPointResponse{}
+	mi := &file_setats_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SyncPointResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SyncPointResponse) ProtoMessage() {}
+
+func (x *SyncPointResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_setats_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SyncPointResponse.ProtoReflect.Descriptor instead.
+func (*SyncPointResponse) Descriptor() ([]byte, []int) {
+	return file_setats_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *SyncPointResponse) GetSlot() string {
+	if x != nil {
+		return x.Slot
+	}
+	return ""
+}
+
+func (x *SyncPointResponse) GetCheckpoint() bool {
+	if x != nil {
+		return x.Checkpoint
+	}
+	return false
+}
+
+func (x *SyncPointResponse) GetBuckets() []*BucketSyncPoint {
+	if x != nil {
+		return x.Buckets
+	}
+	return nil
+}
+
+// BucketConsumed: whether every active slot consumed a bucket.
+type BucketConsumed struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Partition string                 `protobuf:"bytes,1,opt,name=partition,proto3" json:"partition,omitempty"`
+	Bucket    int32                  `protobuf:"varint,2,opt,name=bucket,proto3" json:"bucket,omitempty"`
+	EndOffset int64                  `protobuf:"varint,3,opt,name=end_offset,json=endOffset,proto3" json:"end_offset,omitempty"`
+	// Lowest checkpoint sync point of the active slots; -1 when there is none.
+	LowestSyncPoint int64 `protobuf:"varint,4,opt,name=lowest_sync_point,json=lowestSyncPoint,proto3" json:"lowest_sync_point,omitempty"`
+	Consumed        bool  `protobuf:"varint,5,opt,name=consumed,proto3" json:"consumed,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *BucketConsumed) Reset() {
+	*x = BucketConsumed{}
+	mi := &file_setats_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BucketConsumed) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BucketConsumed) ProtoMessage() {}
+
+func (x *BucketConsumed) ProtoReflect() protoreflect.Message {
+	mi := &file_setats_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BucketConsumed.ProtoReflect.Descriptor instead.
+func (*BucketConsumed) Descriptor() ([]byte, []int) {
+	return file_setats_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *BucketConsumed) GetPartition() string {
+	if x != nil {
+		return x.Partition
+	}
+	return ""
+}
+
+func (x *BucketConsumed) GetBucket() int32 {
+	if x != nil {
+		return x.Bucket
+	}
+	return 0
+}
+
+func (x *BucketConsumed) GetEndOffset() int64 {
+	if x != nil {
+		return x.EndOffset
+	}
+	return 0
+}
+
+func (x *BucketConsumed) GetLowestSyncPoint() int64 {
+	if x != nil {
+		return x.LowestSyncPoint
+	}
+	return 0
+}
+
+func (x *BucketConsumed) GetConsumed() bool {
+	if x != nil {
+		return x.Consumed
+	}
+	return false
+}
+
+// ConsumedResponse (binlog-consumed, DWS pgxc_consumed_binlog_records).
+type ConsumedResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Every bucket is consumed by every active slot (false when there is no active slot).
+	Consumed      bool              `protobuf:"varint,1,opt,name=consumed,proto3" json:"consumed,omitempty"`
+	Buckets       []*BucketConsumed `protobuf:"bytes,2,rep,name=buckets,proto3" json:"buckets,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ConsumedResponse) Reset() {
+	*x = ConsumedResponse{}
+	mi := &file_setats_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConsumedResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConsumedResponse) ProtoMessage() {}
+
+func (x *ConsumedResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_setats_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConsumedResponse.ProtoReflect.Descriptor instead.
+func (*ConsumedResponse) Descriptor() ([]byte, []int) {
+	return file_setats_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *ConsumedResponse) GetConsumed() bool {
+	if x != nil {
+		return x.Consumed
+	}
+	return false
+}
+
+func (x *ConsumedResponse) GetBuckets() []*BucketConsumed {
+	if x != nil {
+		return x.Buckets
+	}
+	return nil
+}
+
+// ProgressRow is one row of consume progress (SPEC section 8, DWS
+// pgxc_get_binlog_consume_progress): one per (slot, partition, bucket, kind).
+type ProgressRow struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Slot      string                 `protobuf:"bytes,1,opt,name=slot,proto3" json:"slot,omitempty"`
+	Partition string                 `protobuf:"bytes,2,opt,name=partition,proto3" json:"partition,omitempty"`
+	Bucket    int32                  `protobuf:"varint,3,opt,name=bucket,proto3" json:"bucket,omitempty"`
+	// true: the checkpoint sync point; false: the running one.
+	Checkpoint bool `protobuf:"varint,4,opt,name=checkpoint,proto3" json:"checkpoint,omitempty"`
+	// Next offset to read (the oldest retained offset when not registered).
+	ConsumedOffset int64 `protobuf:"varint,5,opt,name=consumed_offset,json=consumedOffset,proto3" json:"consumed_offset,omitempty"`
+	EndOffset      int64 `protobuf:"varint,6,opt,name=end_offset,json=endOffset,proto3" json:"end_offset,omitempty"`
+	// end_offset - consumed_offset (rows).
+	Unconsumed int64 `protobuf:"varint,7,opt,name=unconsumed,proto3" json:"unconsumed,omitempty"`
+	// Commit time (ms) of the last consumed row (0: none retained) and of the newest row.
+	ConsumedCommitMs int64 `protobuf:"varint,8,opt,name=consumed_commit_ms,json=consumedCommitMs,proto3" json:"consumed_commit_ms,omitempty"`
+	LatestCommitMs   int64 `protobuf:"varint,9,opt,name=latest_commit_ms,json=latestCommitMs,proto3" json:"latest_commit_ms,omitempty"`
+	// How long the oldest unconsumed row has waited (ms); 0 when all is consumed.
+	LagMs int64 `protobuf:"varint,10,opt,name=lag_ms,json=lagMs,proto3" json:"lag_ms,omitempty"`
+	// When the point was last registered (0: never); when the slot expires (0 unless active).
+	UpdatedAtMs   int64      `protobuf:"varint,11,opt,name=updated_at_ms,json=updatedAtMs,proto3" json:"updated_at_ms,omitempty"`
+	ExpiresAtMs   int64      `protobuf:"varint,12,opt,name=expires_at_ms,json=expiresAtMs,proto3" json:"expires_at_ms,omitempty"`
+	Status        SlotStatus `protobuf:"varint,13,opt,name=status,proto3,enum=setats.v1.SlotStatus" json:"status,omitempty"`
+	Registered    bool       `protobuf:"varint,14,opt,name=registered,proto3" json:"registered,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProgressRow) Reset() {
+	*x = ProgressRow{}
+	mi := &file_setats_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProgressRow) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProgressRow) ProtoMessage() {}
+
+func (x *ProgressRow) ProtoReflect() protoreflect.Message {
+	mi := &file_setats_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProgressRow.ProtoReflect.Descriptor instead.
+func (*ProgressRow) Descriptor() ([]byte, []int) {
+	return file_setats_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *ProgressRow) GetSlot() string {
+	if x != nil {
+		return x.Slot
+	}
+	return ""
+}
+
+func (x *ProgressRow) GetPartition() string {
+	if x != nil {
+		return x.Partition
+	}
+	return ""
+}
+
+func (x *ProgressRow) GetBucket() int32 {
+	if x != nil {
+		return x.Bucket
+	}
+	return 0
+}
+
+func (x *ProgressRow) GetCheckpoint() bool {
+	if x != nil {
+		return x.Checkpoint
+	}
+	return false
+}
+
+func (x *ProgressRow) GetConsumedOffset() int64 {
+	if x != nil {
+		return x.ConsumedOffset
+	}
+	return 0
+}
+
+func (x *ProgressRow) GetEndOffset() int64 {
+	if x != nil {
+		return x.EndOffset
+	}
+	return 0
+}
+
+func (x *ProgressRow) GetUnconsumed() int64 {
+	if x != nil {
+		return x.Unconsumed
+	}
+	return 0
+}
+
+func (x *ProgressRow) GetConsumedCommitMs() int64 {
+	if x != nil {
+		return x.ConsumedCommitMs
+	}
+	return 0
+}
+
+func (x *ProgressRow) GetLatestCommitMs() int64 {
+	if x != nil {
+		return x.LatestCommitMs
+	}
+	return 0
+}
+
+func (x *ProgressRow) GetLagMs() int64 {
+	if x != nil {
+		return x.LagMs
+	}
+	return 0
+}
+
+func (x *ProgressRow) GetUpdatedAtMs() int64 {
+	if x != nil {
+		return x.UpdatedAtMs
+	}
+	return 0
+}
+
+func (x *ProgressRow) GetExpiresAtMs() int64 {
+	if x != nil {
+		return x.ExpiresAtMs
+	}
+	return 0
+}
+
+func (x *ProgressRow) GetStatus() SlotStatus {
+	if x != nil {
+		return x.Status
+	}
+	return SlotStatus_SLOT_STATUS_UNSPECIFIED
+}
+
+func (x *ProgressRow) GetRegistered() bool {
+	if x != nil {
+		return x.Registered
+	}
+	return false
+}
+
+type ProgressResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Rows          []*ProgressRow         `protobuf:"bytes,1,rep,name=rows,proto3" json:"rows,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProgressResponse) Reset() {
+	*x = ProgressResponse{}
+	mi := &file_setats_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProgressResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProgressResponse) ProtoMessage() {}
+
+func (x *ProgressResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_setats_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProgressResponse.ProtoReflect.Descriptor instead.
+func (*ProgressResponse) Descriptor() ([]byte, []int) {
+	return file_setats_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *ProgressResponse) GetRows() []*ProgressRow {
+	if x != nil {
+		return x.Rows
+	}
+	return nil
 }
 
 var File_setats_proto protoreflect.FileDescriptor
@@ -2039,7 +3271,7 @@ const file_setats_proto_rawDesc = "" +
 	"\bposition\x18\x04 \x01(\x0e2\x18.setats.v1.StartPositionH\x00R\bposition\x12#\n" +
 	"\ftimestamp_ms\x18\x05 \x01(\x03H\x00R\vtimestampMs\x12\x16\n" +
 	"\x06follow\x18\x06 \x01(\bR\x06followB\a\n" +
-	"\x05start\"\x87\x03\n" +
+	"\x05start\"\xf4\x03\n" +
 	"\x0fChangelogTicket\x123\n" +
 	"\acatalog\x18\x01 \x01(\v2\x19.setats.v1.CatalogContextR\acatalog\x12\x1a\n" +
 	"\bdatabase\x18\x02 \x01(\tR\bdatabase\x12\x14\n" +
@@ -2052,8 +3284,18 @@ const file_setats_proto_rawDesc = "" +
 	"\x06follow\x18\t \x01(\bR\x06follow\x12$\n" +
 	"\x0emax_batch_rows\x18\n" +
 	" \x01(\x05R\fmaxBatchRows\x12\x19\n" +
-	"\btable_id\x18\v \x01(\tR\atableIdB\a\n" +
-	"\x05start\"\a\n" +
+	"\btable_id\x18\v \x01(\tR\atableId\x123\n" +
+	"\bsnapshot\x18\f \x01(\v2\x17.setats.v1.SnapshotReadR\bsnapshot\x12\x1d\n" +
+	"\n" +
+	"end_offset\x18\r \x01(\x03R\tendOffset\x12\x17\n" +
+	"\amax_key\x18\x0e \x01(\fR\x06maxKeyB\a\n" +
+	"\x05start\"e\n" +
+	"\fSnapshotRead\x12\x1b\n" +
+	"\tafter_key\x18\x01 \x01(\fR\bafterKey\x12\x18\n" +
+	"\acolumns\x18\x02 \x03(\tR\acolumns\x12\x1e\n" +
+	"\n" +
+	"partitions\x18\x03 \x03(\tR\n" +
+	"partitions\"\a\n" +
 	"\x05Empty\"\xd2\x01\n" +
 	"\vGatewayInfo\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\tR\aversion\x12\x1c\n" +
@@ -2114,7 +3356,111 @@ const file_setats_proto_rawDesc = "" +
 	"\n" +
 	"end_offset\x18\x06 \x01(\x03R\tendOffset\x12\x1b\n" +
 	"\tcommit_ms\x18\a \x01(\x03R\bcommitMs\x12\x19\n" +
-	"\btable_id\x18\b \x01(\tR\atableId*I\n" +
+	"\btable_id\x18\b \x01(\tR\atableId\"\xef\x01\n" +
+	"\vSlotRequest\x123\n" +
+	"\acatalog\x18\x01 \x01(\v2\x19.setats.v1.CatalogContextR\acatalog\x12\x1a\n" +
+	"\bdatabase\x18\x02 \x01(\tR\bdatabase\x12\x14\n" +
+	"\x05table\x18\x03 \x01(\tR\x05table\x12\x12\n" +
+	"\x04slot\x18\x04 \x01(\tR\x04slot\x12\x14\n" +
+	"\x05owner\x18\x05 \x01(\tR\x05owner\x12\x1e\n" +
+	"\n" +
+	"checkpoint\x18\x06 \x01(\bR\n" +
+	"checkpoint\x12/\n" +
+	"\x14ignore_if_not_exists\x18\a \x01(\bR\x11ignoreIfNotExists\"\xd6\x01\n" +
+	"\x12AcquireSlotRequest\x123\n" +
+	"\acatalog\x18\x01 \x01(\v2\x19.setats.v1.CatalogContextR\acatalog\x12\x1a\n" +
+	"\bdatabase\x18\x02 \x01(\tR\bdatabase\x12\x14\n" +
+	"\x05table\x18\x03 \x01(\tR\x05table\x12\x12\n" +
+	"\x04slot\x18\x04 \x01(\tR\x04slot\x12\x14\n" +
+	"\x05owner\x18\x05 \x01(\tR\x05owner\x12\x14\n" +
+	"\x05reset\x18\x06 \x01(\bR\x05reset\x12\x19\n" +
+	"\blease_ms\x18\a \x01(\x03R\aleaseMs\"a\n" +
+	"\x11SyncPointPosition\x12\x1c\n" +
+	"\tpartition\x18\x01 \x01(\tR\tpartition\x12\x16\n" +
+	"\x06bucket\x18\x02 \x01(\x05R\x06bucket\x12\x16\n" +
+	"\x06offset\x18\x03 \x01(\x03R\x06offset\"\x81\x02\n" +
+	"\x18RegisterSyncPointRequest\x123\n" +
+	"\acatalog\x18\x01 \x01(\v2\x19.setats.v1.CatalogContextR\acatalog\x12\x1a\n" +
+	"\bdatabase\x18\x02 \x01(\tR\bdatabase\x12\x14\n" +
+	"\x05table\x18\x03 \x01(\tR\x05table\x12\x12\n" +
+	"\x04slot\x18\x04 \x01(\tR\x04slot\x12\x14\n" +
+	"\x05owner\x18\x05 \x01(\tR\x05owner\x12\x1e\n" +
+	"\n" +
+	"checkpoint\x18\x06 \x01(\bR\n" +
+	"checkpoint\x124\n" +
+	"\x06points\x18\a \x03(\v2\x1c.setats.v1.SyncPointPositionR\x06points\"\xda\x01\n" +
+	"\n" +
+	"SlotBucket\x12\x1c\n" +
+	"\tpartition\x18\x01 \x01(\tR\tpartition\x12\x16\n" +
+	"\x06bucket\x18\x02 \x01(\x05R\x06bucket\x12+\n" +
+	"\x11checkpoint_offset\x18\x03 \x01(\x03R\x10checkpointOffset\x12%\n" +
+	"\x0erunning_offset\x18\x04 \x01(\x03R\rrunningOffset\x12#\n" +
+	"\rcheckpoint_ms\x18\x05 \x01(\x03R\fcheckpointMs\x12\x1d\n" +
+	"\n" +
+	"running_ms\x18\x06 \x01(\x03R\trunningMs\"\xe3\x02\n" +
+	"\bSlotInfo\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12-\n" +
+	"\x06status\x18\x02 \x01(\x0e2\x15.setats.v1.SlotStatusR\x06status\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x14\n" +
+	"\x05owner\x18\x04 \x01(\tR\x05owner\x12/\n" +
+	"\x14owner_lease_until_ms\x18\x05 \x01(\x03R\x11ownerLeaseUntilMs\x12\"\n" +
+	"\rcreated_at_ms\x18\x06 \x01(\x03R\vcreatedAtMs\x12\"\n" +
+	"\rupdated_at_ms\x18\a \x01(\x03R\vupdatedAtMs\x12\"\n" +
+	"\rexpires_at_ms\x18\b \x01(\x03R\vexpiresAtMs\x12/\n" +
+	"\abuckets\x18\t \x03(\v2\x15.setats.v1.SlotBucketR\abuckets\x12\x18\n" +
+	"\acreated\x18\n" +
+	" \x01(\bR\acreated\">\n" +
+	"\x11ListSlotsResponse\x12)\n" +
+	"\x05slots\x18\x01 \x03(\v2\x13.setats.v1.SlotInfoR\x05slots\"\xbb\x01\n" +
+	"\x0fBucketSyncPoint\x12\x1c\n" +
+	"\tpartition\x18\x01 \x01(\tR\tpartition\x12\x16\n" +
+	"\x06bucket\x18\x02 \x01(\x05R\x06bucket\x12&\n" +
+	"\x0flast_sync_point\x18\x03 \x01(\x03R\rlastSyncPoint\x12*\n" +
+	"\x11latest_sync_point\x18\x04 \x01(\x03R\x0flatestSyncPoint\x12\x1e\n" +
+	"\n" +
+	"registered\x18\x05 \x01(\bR\n" +
+	"registered\"}\n" +
+	"\x11SyncPointResponse\x12\x12\n" +
+	"\x04slot\x18\x01 \x01(\tR\x04slot\x12\x1e\n" +
+	"\n" +
+	"checkpoint\x18\x02 \x01(\bR\n" +
+	"checkpoint\x124\n" +
+	"\abuckets\x18\x03 \x03(\v2\x1a.setats.v1.BucketSyncPointR\abuckets\"\xad\x01\n" +
+	"\x0eBucketConsumed\x12\x1c\n" +
+	"\tpartition\x18\x01 \x01(\tR\tpartition\x12\x16\n" +
+	"\x06bucket\x18\x02 \x01(\x05R\x06bucket\x12\x1d\n" +
+	"\n" +
+	"end_offset\x18\x03 \x01(\x03R\tendOffset\x12*\n" +
+	"\x11lowest_sync_point\x18\x04 \x01(\x03R\x0flowestSyncPoint\x12\x1a\n" +
+	"\bconsumed\x18\x05 \x01(\bR\bconsumed\"c\n" +
+	"\x10ConsumedResponse\x12\x1a\n" +
+	"\bconsumed\x18\x01 \x01(\bR\bconsumed\x123\n" +
+	"\abuckets\x18\x02 \x03(\v2\x19.setats.v1.BucketConsumedR\abuckets\"\xe5\x03\n" +
+	"\vProgressRow\x12\x12\n" +
+	"\x04slot\x18\x01 \x01(\tR\x04slot\x12\x1c\n" +
+	"\tpartition\x18\x02 \x01(\tR\tpartition\x12\x16\n" +
+	"\x06bucket\x18\x03 \x01(\x05R\x06bucket\x12\x1e\n" +
+	"\n" +
+	"checkpoint\x18\x04 \x01(\bR\n" +
+	"checkpoint\x12'\n" +
+	"\x0fconsumed_offset\x18\x05 \x01(\x03R\x0econsumedOffset\x12\x1d\n" +
+	"\n" +
+	"end_offset\x18\x06 \x01(\x03R\tendOffset\x12\x1e\n" +
+	"\n" +
+	"unconsumed\x18\a \x01(\x03R\n" +
+	"unconsumed\x12,\n" +
+	"\x12consumed_commit_ms\x18\b \x01(\x03R\x10consumedCommitMs\x12(\n" +
+	"\x10latest_commit_ms\x18\t \x01(\x03R\x0elatestCommitMs\x12\x15\n" +
+	"\x06lag_ms\x18\n" +
+	" \x01(\x03R\x05lagMs\x12\"\n" +
+	"\rupdated_at_ms\x18\v \x01(\x03R\vupdatedAtMs\x12\"\n" +
+	"\rexpires_at_ms\x18\f \x01(\x03R\vexpiresAtMs\x12-\n" +
+	"\x06status\x18\r \x01(\x0e2\x15.setats.v1.SlotStatusR\x06status\x12\x1e\n" +
+	"\n" +
+	"registered\x18\x0e \x01(\bR\n" +
+	"registered\">\n" +
+	"\x10ProgressResponse\x12*\n" +
+	"\x04rows\x18\x01 \x03(\v2\x16.setats.v1.ProgressRowR\x04rows*I\n" +
 	"\rStartPosition\x12\x1e\n" +
 	"\x1aSTART_POSITION_UNSPECIFIED\x10\x00\x12\f\n" +
 	"\bEARLIEST\x10\x01\x12\n" +
@@ -2127,7 +3473,13 @@ const file_setats_proto_rawDesc = "" +
 	"\n" +
 	"NEW_BUCKET\x10\x03\x12\x11\n" +
 	"\rTABLE_CREATED\x10\x04\x12\x11\n" +
-	"\rTABLE_DROPPED\x10\x05BL\n" +
+	"\rTABLE_DROPPED\x10\x05*[\n" +
+	"\n" +
+	"SlotStatus\x12\x1b\n" +
+	"\x17SLOT_STATUS_UNSPECIFIED\x10\x00\x12\x0f\n" +
+	"\vSLOT_ACTIVE\x10\x01\x12\x10\n" +
+	"\fSLOT_EXPIRED\x10\x02\x12\r\n" +
+	"\tSLOT_LOST\x10\x03BL\n" +
 	"\x12io.setats.proto.v1B\vSetatsProtoP\x01Z'github.com/setats/setats/proto/setatspbb\x06proto3"
 
 var (
@@ -2142,65 +3494,92 @@ func file_setats_proto_rawDescGZIP() []byte {
 	return file_setats_proto_rawDescData
 }
 
-var file_setats_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_setats_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
+var file_setats_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
+var file_setats_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
 var file_setats_proto_goTypes = []any{
-	(StartPosition)(0),            // 0: setats.v1.StartPosition
-	(NotificationKind)(0),         // 1: setats.v1.NotificationKind
-	(*CatalogContext)(nil),        // 2: setats.v1.CatalogContext
-	(*Column)(nil),                // 3: setats.v1.Column
-	(*TableSpec)(nil),             // 4: setats.v1.TableSpec
-	(*TableInfo)(nil),             // 5: setats.v1.TableInfo
-	(*WriteCommand)(nil),          // 6: setats.v1.WriteCommand
-	(*BucketOffsets)(nil),         // 7: setats.v1.BucketOffsets
-	(*WriteAck)(nil),              // 8: setats.v1.WriteAck
-	(*ReadCommand)(nil),           // 9: setats.v1.ReadCommand
-	(*ChangelogTicket)(nil),       // 10: setats.v1.ChangelogTicket
-	(*Empty)(nil),                 // 11: setats.v1.Empty
-	(*GatewayInfo)(nil),           // 12: setats.v1.GatewayInfo
-	(*DatabaseRequest)(nil),       // 13: setats.v1.DatabaseRequest
-	(*ListDatabasesRequest)(nil),  // 14: setats.v1.ListDatabasesRequest
-	(*ListDatabasesResponse)(nil), // 15: setats.v1.ListDatabasesResponse
-	(*CreateTableRequest)(nil),    // 16: setats.v1.CreateTableRequest
-	(*TableRequest)(nil),          // 17: setats.v1.TableRequest
-	(*ListTablesRequest)(nil),     // 18: setats.v1.ListTablesRequest
-	(*ListTablesResponse)(nil),    // 19: setats.v1.ListTablesResponse
-	(*ListBucketsResponse)(nil),   // 20: setats.v1.ListBucketsResponse
-	(*LookupOffsetsRequest)(nil),  // 21: setats.v1.LookupOffsetsRequest
-	(*ResolvedOffset)(nil),        // 22: setats.v1.ResolvedOffset
-	(*LookupOffsetsResponse)(nil), // 23: setats.v1.LookupOffsetsResponse
-	(*WatchRequest)(nil),          // 24: setats.v1.WatchRequest
-	(*Notification)(nil),          // 25: setats.v1.Notification
-	nil,                           // 26: setats.v1.TableSpec.OptionsEntry
+	(StartPosition)(0),               // 0: setats.v1.StartPosition
+	(NotificationKind)(0),            // 1: setats.v1.NotificationKind
+	(SlotStatus)(0),                  // 2: setats.v1.SlotStatus
+	(*CatalogContext)(nil),           // 3: setats.v1.CatalogContext
+	(*Column)(nil),                   // 4: setats.v1.Column
+	(*TableSpec)(nil),                // 5: setats.v1.TableSpec
+	(*TableInfo)(nil),                // 6: setats.v1.TableInfo
+	(*WriteCommand)(nil),             // 7: setats.v1.WriteCommand
+	(*BucketOffsets)(nil),            // 8: setats.v1.BucketOffsets
+	(*WriteAck)(nil),                 // 9: setats.v1.WriteAck
+	(*ReadCommand)(nil),              // 10: setats.v1.ReadCommand
+	(*ChangelogTicket)(nil),          // 11: setats.v1.ChangelogTicket
+	(*SnapshotRead)(nil),             // 12: setats.v1.SnapshotRead
+	(*Empty)(nil),                    // 13: setats.v1.Empty
+	(*GatewayInfo)(nil),              // 14: setats.v1.GatewayInfo
+	(*DatabaseRequest)(nil),          // 15: setats.v1.DatabaseRequest
+	(*ListDatabasesRequest)(nil),     // 16: setats.v1.ListDatabasesRequest
+	(*ListDatabasesResponse)(nil),    // 17: setats.v1.ListDatabasesResponse
+	(*CreateTableRequest)(nil),       // 18: setats.v1.CreateTableRequest
+	(*TableRequest)(nil),             // 19: setats.v1.TableRequest
+	(*ListTablesRequest)(nil),        // 20: setats.v1.ListTablesRequest
+	(*ListTablesResponse)(nil),       // 21: setats.v1.ListTablesResponse
+	(*ListBucketsResponse)(nil),      // 22: setats.v1.ListBucketsResponse
+	(*LookupOffsetsRequest)(nil),     // 23: setats.v1.LookupOffsetsRequest
+	(*ResolvedOffset)(nil),           // 24: setats.v1.ResolvedOffset
+	(*LookupOffsetsResponse)(nil),    // 25: setats.v1.LookupOffsetsResponse
+	(*WatchRequest)(nil),             // 26: setats.v1.WatchRequest
+	(*Notification)(nil),             // 27: setats.v1.Notification
+	(*SlotRequest)(nil),              // 28: setats.v1.SlotRequest
+	(*AcquireSlotRequest)(nil),       // 29: setats.v1.AcquireSlotRequest
+	(*SyncPointPosition)(nil),        // 30: setats.v1.SyncPointPosition
+	(*RegisterSyncPointRequest)(nil), // 31: setats.v1.RegisterSyncPointRequest
+	(*SlotBucket)(nil),               // 32: setats.v1.SlotBucket
+	(*SlotInfo)(nil),                 // 33: setats.v1.SlotInfo
+	(*ListSlotsResponse)(nil),        // 34: setats.v1.ListSlotsResponse
+	(*BucketSyncPoint)(nil),          // 35: setats.v1.BucketSyncPoint
+	(*SyncPointResponse)(nil),        // 36: setats.v1.SyncPointResponse
+	(*BucketConsumed)(nil),           // 37: setats.v1.BucketConsumed
+	(*ConsumedResponse)(nil),         // 38: setats.v1.ConsumedResponse
+	(*ProgressRow)(nil),              // 39: setats.v1.ProgressRow
+	(*ProgressResponse)(nil),         // 40: setats.v1.ProgressResponse
+	nil,                              // 41: setats.v1.TableSpec.OptionsEntry
 }
 var file_setats_proto_depIdxs = []int32{
-	3,  // 0: setats.v1.TableSpec.columns:type_name -> setats.v1.Column
-	26, // 1: setats.v1.TableSpec.options:type_name -> setats.v1.TableSpec.OptionsEntry
-	4,  // 2: setats.v1.TableInfo.spec:type_name -> setats.v1.TableSpec
-	2,  // 3: setats.v1.WriteCommand.catalog:type_name -> setats.v1.CatalogContext
-	4,  // 4: setats.v1.WriteCommand.create_if_absent:type_name -> setats.v1.TableSpec
-	7,  // 5: setats.v1.WriteAck.buckets:type_name -> setats.v1.BucketOffsets
-	2,  // 6: setats.v1.ReadCommand.catalog:type_name -> setats.v1.CatalogContext
+	4,  // 0: setats.v1.TableSpec.columns:type_name -> setats.v1.Column
+	41, // 1: setats.v1.TableSpec.options:type_name -> setats.v1.TableSpec.OptionsEntry
+	5,  // 2: setats.v1.TableInfo.spec:type_name -> setats.v1.TableSpec
+	3,  // 3: setats.v1.WriteCommand.catalog:type_name -> setats.v1.CatalogContext
+	5,  // 4: setats.v1.WriteCommand.create_if_absent:type_name -> setats.v1.TableSpec
+	8,  // 5: setats.v1.WriteAck.buckets:type_name -> setats.v1.BucketOffsets
+	3,  // 6: setats.v1.ReadCommand.catalog:type_name -> setats.v1.CatalogContext
 	0,  // 7: setats.v1.ReadCommand.position:type_name -> setats.v1.StartPosition
-	2,  // 8: setats.v1.ChangelogTicket.catalog:type_name -> setats.v1.CatalogContext
+	3,  // 8: setats.v1.ChangelogTicket.catalog:type_name -> setats.v1.CatalogContext
 	0,  // 9: setats.v1.ChangelogTicket.position:type_name -> setats.v1.StartPosition
-	2,  // 10: setats.v1.DatabaseRequest.catalog:type_name -> setats.v1.CatalogContext
-	2,  // 11: setats.v1.ListDatabasesRequest.catalog:type_name -> setats.v1.CatalogContext
-	2,  // 12: setats.v1.CreateTableRequest.catalog:type_name -> setats.v1.CatalogContext
-	4,  // 13: setats.v1.CreateTableRequest.spec:type_name -> setats.v1.TableSpec
-	2,  // 14: setats.v1.TableRequest.catalog:type_name -> setats.v1.CatalogContext
-	2,  // 15: setats.v1.ListTablesRequest.catalog:type_name -> setats.v1.CatalogContext
-	7,  // 16: setats.v1.ListBucketsResponse.buckets:type_name -> setats.v1.BucketOffsets
-	2,  // 17: setats.v1.LookupOffsetsRequest.catalog:type_name -> setats.v1.CatalogContext
-	0,  // 18: setats.v1.LookupOffsetsRequest.position:type_name -> setats.v1.StartPosition
-	22, // 19: setats.v1.LookupOffsetsResponse.offsets:type_name -> setats.v1.ResolvedOffset
-	2,  // 20: setats.v1.WatchRequest.catalog:type_name -> setats.v1.CatalogContext
-	1,  // 21: setats.v1.Notification.kind:type_name -> setats.v1.NotificationKind
-	22, // [22:22] is the sub-list for method output_type
-	22, // [22:22] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	22, // [22:22] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	12, // 10: setats.v1.ChangelogTicket.snapshot:type_name -> setats.v1.SnapshotRead
+	3,  // 11: setats.v1.DatabaseRequest.catalog:type_name -> setats.v1.CatalogContext
+	3,  // 12: setats.v1.ListDatabasesRequest.catalog:type_name -> setats.v1.CatalogContext
+	3,  // 13: setats.v1.CreateTableRequest.catalog:type_name -> setats.v1.CatalogContext
+	5,  // 14: setats.v1.CreateTableRequest.spec:type_name -> setats.v1.TableSpec
+	3,  // 15: setats.v1.TableRequest.catalog:type_name -> setats.v1.CatalogContext
+	3,  // 16: setats.v1.ListTablesRequest.catalog:type_name -> setats.v1.CatalogContext
+	8,  // 17: setats.v1.ListBucketsResponse.buckets:type_name -> setats.v1.BucketOffsets
+	3,  // 18: setats.v1.LookupOffsetsRequest.catalog:type_name -> setats.v1.CatalogContext
+	0,  // 19: setats.v1.LookupOffsetsRequest.position:type_name -> setats.v1.StartPosition
+	24, // 20: setats.v1.LookupOffsetsResponse.offsets:type_name -> setats.v1.ResolvedOffset
+	3,  // 21: setats.v1.WatchRequest.catalog:type_name -> setats.v1.CatalogContext
+	1,  // 22: setats.v1.Notification.kind:type_name -> setats.v1.NotificationKind
+	3,  // 23: setats.v1.SlotRequest.catalog:type_name -> setats.v1.CatalogContext
+	3,  // 24: setats.v1.AcquireSlotRequest.catalog:type_name -> setats.v1.CatalogContext
+	3,  // 25: setats.v1.RegisterSyncPointRequest.catalog:type_name -> setats.v1.CatalogContext
+	30, // 26: setats.v1.RegisterSyncPointRequest.points:type_name -> setats.v1.SyncPointPosition
+	2,  // 27: setats.v1.SlotInfo.status:type_name -> setats.v1.SlotStatus
+	32, // 28: setats.v1.SlotInfo.buckets:type_name -> setats.v1.SlotBucket
+	33, // 29: setats.v1.ListSlotsResponse.slots:type_name -> setats.v1.SlotInfo
+	35, // 30: setats.v1.SyncPointResponse.buckets:type_name -> setats.v1.BucketSyncPoint
+	37, // 31: setats.v1.ConsumedResponse.buckets:type_name -> setats.v1.BucketConsumed
+	2,  // 32: setats.v1.ProgressRow.status:type_name -> setats.v1.SlotStatus
+	39, // 33: setats.v1.ProgressResponse.rows:type_name -> setats.v1.ProgressRow
+	34, // [34:34] is the sub-list for method output_type
+	34, // [34:34] is the sub-list for method input_type
+	34, // [34:34] is the sub-list for extension type_name
+	34, // [34:34] is the sub-list for extension extendee
+	0,  // [0:34] is the sub-list for field type_name
 }
 
 func init() { file_setats_proto_init() }
@@ -2217,7 +3596,7 @@ func file_setats_proto_init() {
 		(*ChangelogTicket_TimestampMs)(nil),
 		(*ChangelogTicket_Position)(nil),
 	}
-	file_setats_proto_msgTypes[19].OneofWrappers = []any{
+	file_setats_proto_msgTypes[20].OneofWrappers = []any{
 		(*LookupOffsetsRequest_Position)(nil),
 		(*LookupOffsetsRequest_TimestampMs)(nil),
 	}
@@ -2226,8 +3605,8 @@ func file_setats_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_setats_proto_rawDesc), len(file_setats_proto_rawDesc)),
-			NumEnums:      2,
-			NumMessages:   25,
+			NumEnums:      3,
+			NumMessages:   39,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -1,0 +1,90 @@
+package row
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/setats/setats/catalog"
+	"github.com/setats/setats/merge"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// Snapshot stream (DoGet with ChangelogTicket.snapshot, proto/README.md "Snapshot reads").
+const (
+	// ColKey is the reserved column of a snapshot stream holding a row's encoded primary key
+	// (EncodeKey): opaque to clients, the resume key of the next read.
+	ColKey = "_key"
+	// MetaSnapshotEndOffset holds the end offset E of the snapshot view, in decimal: the rows
+	// are the fold of the changelog rows [0, E).
+	MetaSnapshotEndOffset = "setats.snapshot.end_offset"
+)
+
+// SnapshotSchema returns the Arrow schema of one bucket's snapshot stream: `_key` binary (not
+// null), then the table's columns in table order as in tbl.Schema, with schema metadata
+// setats.partition, setats.bucket and setats.snapshot.end_offset = endOffset.
+func SnapshotSchema(tbl *catalog.Table, partition string, bucket int32, endOffset int64) *arrow.Schema {
+	fields := make([]arrow.Field, 0, 1+len(tbl.Columns))
+	fields = append(fields, arrow.Field{Name: ColKey, Type: arrow.BinaryTypes.Binary})
+	fields = append(fields, ChangelogSchema(tbl, partition, bucket).Fields()[3:]...)
+	md := arrow.NewMetadata([]string{MetaPartition, MetaBucket, MetaSnapshotEndOffset},
+		[]string{partition, strconv.Itoa(int(bucket)), strconv.FormatInt(endOffset, 10)})
+	return arrow.NewSchema(fields, &md)
+}
+
+// SnapshotBuilder accumulates snapshot rows and turns them into record batches of
+// SnapshotSchema. Not safe for concurrent use; Release when done.
+type SnapshotBuilder struct {
+	tbl   *catalog.Table
+	rb    *array.RecordBuilder
+	key   *array.BinaryBuilder
+	cols  []func(v any) bool
+	bytes int
+}
+
+// NewSnapshotBuilder returns a builder for schema, which must be SnapshotSchema(tbl, ...).
+func NewSnapshotBuilder(mem memory.Allocator, tbl *catalog.Table, schema *arrow.Schema) *SnapshotBuilder {
+	rb := array.NewRecordBuilder(mem, schema)
+	b := &SnapshotBuilder{tbl: tbl, rb: rb, key: rb.Field(0).(*array.BinaryBuilder), cols: make([]func(any) bool, len(tbl.Columns))}
+	for c := range tbl.Columns {
+		b.cols[c] = valueAppender(rb.Field(1 + c))
+	}
+	return b
+}
+
+// Append adds one row with its encoded key. A value whose Go type does not fit its column is
+// codes.Internal; the builder is then unusable.
+func (b *SnapshotBuilder) Append(key []byte, r merge.Row) error {
+	if len(r) != len(b.cols) {
+		return status.Errorf(codes.Internal, "table %s: snapshot row has %d values, the table %d columns", b.tbl.QualifiedName(), len(r), len(b.cols))
+	}
+	b.key.Append(key)
+	b.bytes += RowBytes(r) + len(key)
+	for c, v := range r {
+		if v == nil {
+			b.rb.Field(1 + c).AppendNull()
+			continue
+		}
+		if !b.cols[c](v) {
+			return status.Errorf(codes.Internal, "table %s: snapshot row: column %q: %v", b.tbl.QualifiedName(), b.tbl.Columns[c].Name,
+				fmt.Errorf("value of Go type %T does not fit type %s", v, b.tbl.Columns[c].Type))
+		}
+	}
+	return nil
+}
+
+// Len returns the rows appended since the last NewRecordBatch; Bytes about their Arrow size.
+func (b *SnapshotBuilder) Len() int   { return b.key.Len() }
+func (b *SnapshotBuilder) Bytes() int { return b.bytes }
+
+// NewRecordBatch returns the rows appended so far (the caller releases it) and resets.
+func (b *SnapshotBuilder) NewRecordBatch() arrow.RecordBatch {
+	b.bytes = 0
+	return b.rb.NewRecordBatch()
+}
+
+// Release frees the builder's memory.
+func (b *SnapshotBuilder) Release() { b.rb.Release() }
