@@ -32,3 +32,26 @@ func TestParseFlinkDuration(t *testing.T) {
 		}
 	}
 }
+
+// TestResolveBinlogOptions: the binlog options of SPEC section 8 resolve with their defaults and
+// round-trip through the stored spec.
+func TestResolveBinlogOptions(t *testing.T) {
+	wh := t.TempDir()
+	s := ordersSpec()
+	s.Options = map[string]string{"changelog.enabled": "FALSE", "changelog.clean-on-consume": "true", "slot.ttl": "30 min"}
+	tbl, err := ResolveSpec(s, Options{Warehouse: wh})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tbl.ChangelogEnabled || !tbl.CleanOnConsume || tbl.SlotTTLMs != 30*60*1000 || tbl.Options["slot.ttl"] != "1800000 ms" {
+		t.Fatalf("resolved: enabled %v clean %v ttl %d options %v", tbl.ChangelogEnabled, tbl.CleanOnConsume, tbl.SlotTTLMs, tbl.Options)
+	}
+	again, err := ResolveSpec(tbl.Info.GetSpec(), Options{Warehouse: wh})
+	if err != nil || again.SlotTTLMs != tbl.SlotTTLMs || again.ChangelogEnabled {
+		t.Fatalf("round trip: %v %d", err, again.SlotTTLMs)
+	}
+	def, err := ResolveSpec(ordersSpec(), Options{Warehouse: wh})
+	if err != nil || !def.ChangelogEnabled || def.CleanOnConsume || def.SlotTTLMs != DefaultSlotTTLMs {
+		t.Fatalf("defaults: %v %v %v %d", err, def.ChangelogEnabled, def.CleanOnConsume, def.SlotTTLMs)
+	}
+}

@@ -208,6 +208,10 @@ func TestResolveSpecErrors(t *testing.T) {
 		}, []string{"partial-update.remove-record-on-delete"}},
 		{"zero retention", func(s *setatspb.TableSpec) { s.Options["changelog.retention.ms"] = "0" }, []string{"changelog.retention.ms", "positive"}},
 		{"bad retention", func(s *setatspb.TableSpec) { s.Options["changelog.retention.ms"] = "1h" }, []string{"changelog.retention.ms", "1h"}},
+		{"bad slot ttl", func(s *setatspb.TableSpec) { s.Options["slot.ttl"] = "3 weeks" }, []string{"shop.orders", "slot.ttl", "3 weeks", "Flink duration"}},
+		{"zero slot ttl", func(s *setatspb.TableSpec) { s.Options["slot.ttl"] = "0s" }, []string{"slot.ttl", "positive"}},
+		{"bad changelog.enabled", func(s *setatspb.TableSpec) { s.Options["changelog.enabled"] = "on" }, []string{"changelog.enabled", "on"}},
+		{"bad clean-on-consume", func(s *setatspb.TableSpec) { s.Options["changelog.clean-on-consume"] = "1" }, []string{"changelog.clean-on-consume"}},
 		{"remote location", func(s *setatspb.TableSpec) { s.Location = "hdfs://nn/x" }, []string{"shop.orders", "location", "hdfs"}},
 	} {
 		s := ordersSpec()

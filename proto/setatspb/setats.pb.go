@@ -365,7 +365,8 @@ type TableSpec struct {
 	// "DEDUPLICATE" (default, resolved) or "PARTIAL_UPDATE"; case-insensitive, "partial-update" accepted.
 	MergeEngine string `protobuf:"bytes,8,opt,name=merge_engine,json=mergeEngine,proto3" json:"merge_engine,omitempty"`
 	// Table options (SPEC section 4): "ignore-delete", "partial-update.remove-record-on-delete",
-	// "changelog.retention.ms". Unknown keys are InvalidArgument.
+	// "changelog.retention.ms", "changelog.enabled", "changelog.clean-on-consume", "slot.ttl" (a Flink
+	// duration such as "24h" or "30 min"; SPEC section 8). Unknown keys are InvalidArgument.
 	Options map[string]string `protobuf:"bytes,9,rep,name=options,proto3" json:"options,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// Directory of the table's data. Empty means <warehouse>/<database>.db/<table> (resolved).
 	Location      string `protobuf:"bytes,10,opt,name=location,proto3" json:"location,omitempty"`
