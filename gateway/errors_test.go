@@ -119,7 +119,7 @@ func TestPurePackagesHaveNoGRPC(t *testing.T) {
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("no go command")
 	}
-	pkgs := []string{"../catalog", "../merge", "./store", "./row", "./partname", "./rowcodec", "./buckethash"}
+	pkgs := []string{"../catalog", "../merge", "./store", "./row", "./partname", "./rowcodec", "./buckethash", "./binlog"}
 	out, err := exec.Command("go", append([]string{"list", "-deps"}, pkgs...)...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("go list: %v\n%s", err, out)

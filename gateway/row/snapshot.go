@@ -9,8 +9,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/setats/setats/catalog"
 	"github.com/setats/setats/merge"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 )
 
 // Snapshot stream (DoGet with ChangelogTicket.snapshot, proto/README.md "Snapshot reads").
@@ -56,10 +54,10 @@ func NewSnapshotBuilder(mem memory.Allocator, tbl *catalog.Table, schema *arrow.
 }
 
 // Append adds one row with its encoded key. A value whose Go type does not fit its column is
-// codes.Internal; the builder is then unusable.
+// ErrInternal; the builder is then unusable.
 func (b *SnapshotBuilder) Append(key []byte, r merge.Row) error {
 	if len(r) != len(b.cols) {
-		return status.Errorf(codes.Internal, "table %s: snapshot row has %d values, the table %d columns", b.tbl.QualifiedName(), len(r), len(b.cols))
+		return errorf(ErrInternal, "table %s: snapshot row has %d values, the table %d columns", b.tbl.QualifiedName(), len(r), len(b.cols))
 	}
 	b.key.Append(key)
 	b.bytes += RowBytes(r) + len(key)
@@ -69,7 +67,7 @@ func (b *SnapshotBuilder) Append(key []byte, r merge.Row) error {
 			continue
 		}
 		if !b.cols[c](v) {
-			return status.Errorf(codes.Internal, "table %s: snapshot row: column %q: %v", b.tbl.QualifiedName(), b.tbl.Columns[c].Name,
+			return errorf(ErrInternal, "table %s: snapshot row: column %q: %v", b.tbl.QualifiedName(), b.tbl.Columns[c].Name,
 				fmt.Errorf("value of Go type %T does not fit type %s", v, b.tbl.Columns[c].Type))
 		}
 	}

@@ -3,15 +3,15 @@ package store
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math/rand"
 	"sync"
 	"testing"
 
 	"github.com/setats/setats/gateway/row"
+	"github.com/setats/setats/gateway/rowcodec"
 	"github.com/setats/setats/merge"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 )
 
 // TestSnapshotViewIsTheFoldAtItsEndOffset takes snapshot views while writers update, insert and
@@ -64,7 +64,7 @@ func TestSnapshotViewIsTheFoldAtItsEndOffset(t *testing.T) {
 		}
 		fold := map[string]merge.Row{}
 		for _, e := range es {
-			k := string(row.EncodeKey(tbl, e.Row))
+			k := string(rowcodec.EncodeKey(tbl, e.Row))
 			if e.Kind == merge.Delete || e.Kind == merge.UpdateBefore {
 				delete(fold, k)
 			} else {
@@ -145,7 +145,7 @@ func TestSnapshotViewLease(t *testing.T) {
 		t.Fatalf("released %d views after the lease, want 1", n)
 	}
 	_, _, err = v.Scan(nil, 1, 0, nil)
-	if status.Code(err) != codes.Aborted {
+	if !errors.Is(err, ErrAborted) {
 		t.Fatalf("scan of a released view: %v, want Aborted", err)
 	}
 	v.Release()
