@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/setats/setats/catalog"
+	"github.com/setats/setats/gateway/binlog"
 	"github.com/setats/setats/gateway/partname"
 	"github.com/setats/setats/gateway/row"
 	"github.com/setats/setats/gateway/store"
@@ -42,6 +43,13 @@ func TestErrorCodes(t *testing.T) {
 		{store.ErrClosed, &store.Error{Kind: store.ErrClosed, Err: errors.New("m")}, codes.Unavailable},
 		{store.ErrTableFailed, &store.ErrFailed{Table: "db.t", Op: "WAL fsync", Err: errors.New("EIO")}, codes.Unavailable},
 		{store.ErrInternal, &store.Error{Kind: store.ErrInternal, Err: errors.New("m")}, codes.Internal},
+		{store.ErrResourceExhausted, &store.Error{Kind: store.ErrResourceExhausted, Err: errors.New("m")}, codes.ResourceExhausted},
+		{store.ErrAborted, &store.Error{Kind: store.ErrAborted, Err: errors.New("m")}, codes.Aborted},
+		{binlog.ErrInvalid, &binlog.Error{Kind: binlog.ErrInvalid, Err: errors.New("m")}, codes.InvalidArgument},
+		{binlog.ErrNotFound, &binlog.Error{Kind: binlog.ErrNotFound, Err: errors.New("m")}, codes.NotFound},
+		{binlog.ErrFailedPrecondition, &binlog.Error{Kind: binlog.ErrFailedPrecondition, Err: errors.New("m")}, codes.FailedPrecondition},
+		{binlog.ErrOutOfRange, &binlog.Error{Kind: binlog.ErrOutOfRange, Err: errors.New("m")}, codes.OutOfRange},
+		{binlog.ErrResourceExhausted, &binlog.Error{Kind: binlog.ErrResourceExhausted, Err: errors.New("m")}, codes.ResourceExhausted},
 		{context.Canceled, &store.Error{Kind: context.Canceled, Err: context.Canceled}, codes.Canceled},
 		{context.DeadlineExceeded, &store.Error{Kind: context.DeadlineExceeded, Err: context.DeadlineExceeded}, codes.DeadlineExceeded},
 	}

@@ -234,7 +234,7 @@ func (s *Server) action(ctx context.Context, typ string, body []byte) (encoding,
 		res, err := s.lookupOffsets(req)
 		return enc, res, err
 	}
-	if enc, res, err, ok := s.binlogAction(typ, body); ok {
+	if enc, res, err, ok := s.binlogAction(ctx, typ, body); ok {
 		return enc, res, err
 	}
 	return encBinary, nil, status.Errorf(codes.InvalidArgument, "unknown action type %q (ListActions lists the action types)", typ)

@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"context"
+
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -36,11 +38,17 @@ var binlogActionTypes = []*flight.ActionType{
 
 // binlogAction serves the binlog actions; ok is false for any other type. Each decodes its
 // body, checks the catalog context, and calls one method of the table's binlog.Slots.
-func (s *Server) binlogAction(typ string, body []byte) (enc encoding, res proto.Message, err error, ok bool) {
+//
+// Privileges (authz.go): read on the table for every action but binlog-drop-slot, which needs
+// admin: a consumer job holds read, like any changelog reader.
+func (s *Server) binlogAction(ctx context.Context, typ string, body []byte) (enc encoding, res proto.Message, err error, ok bool) {
 	switch typ {
 	case ActionBinlogAcquireSlot:
 		req := &setatspb.AcquireSlotRequest{}
 		if enc, err = s.decodeChecked(body, req, typ, req.GetCatalog); err != nil {
+			return enc, nil, err, true
+		}
+		if err := s.authorize(ctx, typ, privRead, dbName(req.GetDatabase()), req.GetTable()); err != nil {
 			return enc, nil, err, true
 		}
 		res, err = s.withSlots(req.GetDatabase(), req.GetTable(), func(sl *binlog.Slots) (proto.Message, error) {
@@ -57,6 +65,9 @@ func (s *Server) binlogAction(typ string, body []byte) (enc encoding, res proto.
 	case ActionBinlogRegisterSyncPoint:
 		req := &setatspb.RegisterSyncPointRequest{}
 		if enc, err = s.decodeChecked(body, req, typ, req.GetCatalog); err != nil {
+			return enc, nil, err, true
+		}
+		if err := s.authorize(ctx, typ, privRead, dbName(req.GetDatabase()), req.GetTable()); err != nil {
 			return enc, nil, err, true
 		}
 		if len(req.GetPoints()) > maxSyncPoints {
@@ -79,6 +90,13 @@ func (s *Server) binlogAction(typ string, body []byte) (enc encoding, res proto.
 		ActionBinlogSlots, ActionBinlogDropSlot:
 		req := &setatspb.SlotRequest{}
 		if enc, err = s.decodeChecked(body, req, typ, req.GetCatalog); err != nil {
+			return enc, nil, err, true
+		}
+		priv := privRead
+		if typ == ActionBinlogDropSlot {
+			priv = privAdmin
+		}
+		if err := s.authorize(ctx, typ, priv, dbName(req.GetDatabase()), req.GetTable()); err != nil {
 			return enc, nil, err, true
 		}
 		res, err = s.withSlots(req.GetDatabase(), req.GetTable(), func(sl *binlog.Slots) (proto.Message, error) {

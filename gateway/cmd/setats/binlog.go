@@ -3,11 +3,13 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -18,6 +20,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
@@ -64,6 +67,8 @@ func binlogCmd(args []string, stdout, stderr io.Writer) int {
 	from := fs.Int64("from", 0, "changes: first offset")
 	to := fs.Int64("to", -1, "changes: end offset, exclusive (-1: the bucket's end)")
 	timeout := fs.Duration("timeout", 30*time.Second, "time limit of the call")
+	user := fs.String("user", os.Getenv("SETATS_USER"), "user name for HTTP Basic credentials (env SETATS_USER); empty: anonymous")
+	password := fs.String("password", "", "password of --user (default: env SETATS_PASSWORD)")
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -80,6 +85,14 @@ func binlogCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
+	if *user != "" {
+		pw := *password
+		if pw == "" {
+			pw = os.Getenv("SETATS_PASSWORD")
+		}
+		ctx = metadata.AppendToOutgoingContext(ctx, "authorization",
+			"Basic "+base64.StdEncoding.EncodeToString([]byte(*user+":"+pw)))
+	}
 	c, err := dialFlight(*managerURL)
 	if err != nil {
 		fmt.Fprintf(stderr, "setats binlog %s: %v\n", sub, err)
