@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"sync"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
@@ -11,9 +12,66 @@ import (
 	"github.com/setats/setats/proto/setatspb"
 )
 
-// watchBuffer is how many notifications a watch stream may lag behind before NATS drops them for
-// that subscriber (a slow consumer only delays discovery, SPEC section 1).
-const watchBuffer = 4096
+// Bounds of a watch stream's buffer of notifications not yet sent (the client reads slower than
+// notifications come): at most watchMaxBytes of message data, and messages over
+// watchMaxMessageBytes (a Notification is well under 1 KiB; larger ones are forged) are dropped
+// and logged. A watcher that falls behind by more is cut off with ResourceExhausted: it watches
+// again and re-lists (list-buckets) what it missed.
+const (
+	watchMaxBytes        = 1 << 20
+	watchMaxMessageBytes = 64 << 10
+)
+
+// watchQueue is a watch stream's buffer of verified notifications: the NATS callback appends,
+// the stream drains.
+type watchQueue struct {
+	mu       sync.Mutex
+	notes    []*setatspb.Notification
+	bytes    int
+	overflow bool
+	dropped  int
+	ready    chan struct{} // cap 1: something to drain
+}
+
+// handler returns the NATS message handler of the queue: it never blocks; it drops oversized
+// messages and those verify refuses (forged), so that they take no room.
+func (q *watchQueue) handler(verify func(*nats.Msg) (*setatspb.Notification, bool)) nats.MsgHandler {
+	return func(m *nats.Msg) {
+		if len(m.Data) > watchMaxMessageBytes {
+			q.mu.Lock()
+			q.dropped++
+			q.mu.Unlock()
+			return
+		}
+		n, ok := verify(m)
+		if !ok {
+			return
+		}
+		q.mu.Lock()
+		switch {
+		case q.bytes+len(m.Data) > watchMaxBytes:
+			q.overflow = true
+		case !q.overflow:
+			q.notes = append(q.notes, n)
+			q.bytes += len(m.Data)
+		}
+		q.mu.Unlock()
+		select {
+		case q.ready <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// take returns the buffered notifications, whether the buffer overflowed, and how many oversized
+// messages were dropped since the last take.
+func (q *watchQueue) take() ([]*setatspb.Notification, bool, int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	notes, over, dropped := q.notes, q.overflow, q.dropped
+	q.notes, q.bytes, q.dropped = nil, 0, 0
+	return notes, over, dropped
+}
 
 // watch serves the watch action: it subscribes to the Notifications of one table (or of every
 // table of a database, or of every table when both are empty) on NATS, sends one READY
@@ -42,8 +100,8 @@ func (s *Server) watch(body []byte, stream flight.FlightService_DoActionServer) 
 	if err := check(); err != nil {
 		return err
 	}
-	ch := make(chan *nats.Msg, watchBuffer)
-	sub, err := s.nats.nc.ChanSubscribe(watchSubject(db, req.GetTable()), ch)
+	q := &watchQueue{ready: make(chan struct{}, 1)}
+	sub, err := s.nats.nc.Subscribe(watchSubject(db, req.GetTable()), q.handler(s.nats.verify))
 	if err != nil {
 		return status.Errorf(codes.Unavailable, "watch %s.%s: subscribe on NATS: %v", db, req.GetTable(), err)
 	}
@@ -77,16 +135,24 @@ func (s *Server) watch(body []byte, stream flight.FlightService_DoActionServer) 
 			authChanged = s.auth.Changed()
 		case <-s.quit:
 			return status.Error(codes.Unavailable, "watch: gateway is shutting down")
-		case m := <-ch:
-			n, ok := s.nats.verify(m)
-			if !ok {
-				continue
+		case <-q.ready:
+			msgs, over, dropped := q.take()
+			if dropped > 0 {
+				s.log.Warn("watch: dropped notifications larger than the bound", "subject", sub.Subject,
+					"messages", dropped, "max_bytes", watchMaxMessageBytes)
 			}
-			if !s.watchAllowed(ctx, n.GetDatabase(), n.GetTable()) {
-				continue
+			for _, n := range msgs {
+				if !s.watchAllowed(ctx, n.GetDatabase(), n.GetTable()) {
+					continue
+				}
+				if err := send(n); err != nil {
+					return err
+				}
 			}
-			if err := send(n); err != nil {
-				return err
+			if over {
+				return status.Errorf(codes.ResourceExhausted,
+					"watch %s.%s: the watcher fell more than %d bytes of notifications behind; watch again and re-list the buckets (list-buckets) to catch up",
+					db, req.GetTable(), watchMaxBytes)
 			}
 		}
 	}

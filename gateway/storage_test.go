@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/setats/setats/proto/setatspb"
 )
@@ -299,5 +300,61 @@ func TestReadersWaitForFsync(t *testing.T) {
 	}
 	if r := <-followed; r != "+I[2, held] @1" {
 		t.Fatalf("followed %q after the fsync", r)
+	}
+}
+
+// TestWatchSlowWatcherCutOff: a watcher that does not read while notifications pile up is cut
+// off with ResourceExhausted once more than watchMaxBytes wait for it (before, each watch stream
+// buffered up to 4096 messages of up to 1 MiB), and oversized forged messages are dropped.
+func TestWatchSlowWatcherCutOff(t *testing.T) {
+	g := startGateway(t, nil)
+	body, _ := proto.Marshal(&setatspb.WatchRequest{Table: "w"})
+	stream, err := g.client.DoAction(g.ctx, &flight.Action{Type: ActionWatch, Body: body})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stream.Recv(); err != nil { // READY
+		t.Fatal(err)
+	}
+	nc, err := nats.Connect(g.s.NATSURL(), nats.UserInfo(g.s.nats.user, g.s.nats.pass))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	// Valid, signed Notifications with a 32 KiB table name, 3 MiB in all, plus one over the
+	// per-message bound; nobody reads the watch meanwhile.
+	big, _ := protojson.Marshal(&setatspb.Notification{Kind: setatspb.NotificationKind_NEW_DATA, Database: "default",
+		Table: strings.Repeat("w", 32<<10)})
+	huge, _ := protojson.Marshal(&setatspb.Notification{Kind: setatspb.NotificationKind_NEW_DATA, Database: "default",
+		Table: strings.Repeat("w", 128<<10)})
+	publish := func(data []byte) { // signed like the gateway's own
+		m := nats.NewMsg("setats.default.w.data")
+		m.Data = data
+		m.Header.Set(signatureHeader, g.s.nats.sign(m.Subject, data))
+		if err := nc.PublishMsg(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	publish(huge)
+	for range 96 {
+		publish(big)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	got := 0
+	for {
+		r, err := stream.Recv()
+		if err != nil {
+			wantCode(t, err, codes.ResourceExhausted, "default.w", "watch again")
+			break
+		}
+		if len(r.GetBody()) > watchMaxMessageBytes {
+			t.Fatalf("oversized forged notification relayed (%d bytes)", len(r.GetBody()))
+		}
+		got++
+	}
+	if got >= 96 {
+		t.Fatalf("the slow watcher got all %d notifications instead of being cut off", got)
 	}
 }
