@@ -22,7 +22,7 @@ PROTOC_GEN_GO_VERSION := v1.36.12
 
 say = @printf '\n== %s\n' $(1)
 
-.PHONY: help deps build build-gateway build-connector build-runner test test-go test-java test-e2e \
+.PHONY: help deps build build-gateway build-connector build-runner test test-go test-alerts test-java test-e2e \
         demo bench proto clean
 
 help:
@@ -74,7 +74,7 @@ build-runner: $(RUNNER_JAR)
 # ---------------------------------------------------------------------------------------------
 # test
 
-test: deps test-go test-java test-e2e
+test: deps test-go test-alerts test-java test-e2e
 
 test-go:
 	$(call say,"go build / vet / test ./...")
@@ -83,6 +83,12 @@ test-go:
 	@log=$$(mktemp); rc=0; $(GO) test -count=1 ./... 2>&1 | tee "$$log" || rc=$$?; \
 	awk '/^ok /{ok++} /^FAIL\t/{f++} /no test files/{n++} END{printf "go test: %d packages ok, %d failed, %d without tests\n", ok, f, n}' "$$log"; \
 	rm -f "$$log"; exit $$rc
+
+# The binlog alert rules (deploy/prometheus): syntax and their unit test (Debian package prometheus).
+test-alerts:
+	$(call say,"promtool check rules / test rules deploy/prometheus")
+	promtool check rules deploy/prometheus/setats-alerts.yml
+	cd deploy/prometheus && promtool test rules setats-alerts_test.yml
 
 test-java: build-gateway
 	$(call say,"connector: mvn verify (Surefire unit tests, Failsafe ITCases)")
