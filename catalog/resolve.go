@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/setats/setats/internal/culprit"
 	"github.com/setats/setats/merge"
 	"github.com/setats/setats/proto/setatspb"
 )
@@ -62,8 +63,8 @@ func ValidateIdentifier(kind, name string) error {
 	}
 	if !ok {
 		return errorf(ErrInvalid,
-			"invalid %s name %q: want a letter or _ followed by letters, digits or _, at most %d characters",
-			kind, name, MaxIdentifierLength)
+			"invalid %s name %s: want a letter or _ followed by letters, digits or _, at most %d characters",
+			kind, culprit.Quote(name), MaxIdentifierLength)
 	}
 	return nil
 }

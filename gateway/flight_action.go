@@ -12,6 +12,7 @@ import (
 	"github.com/setats/setats/catalog"
 	"github.com/setats/setats/gateway/auth"
 	"github.com/setats/setats/gateway/store"
+	"github.com/setats/setats/internal/culprit"
 	"github.com/setats/setats/proto/setatspb"
 )
 
@@ -237,7 +238,7 @@ func (s *Server) action(ctx context.Context, typ string, body []byte) (encoding,
 	if enc, res, err, ok := s.binlogAction(ctx, typ, body); ok {
 		return enc, res, err
 	}
-	return encBinary, nil, status.Errorf(codes.InvalidArgument, "unknown action type %q (ListActions lists the action types)", typ)
+	return encBinary, nil, status.Errorf(codes.InvalidArgument, "unknown action type %s (ListActions lists the action types)", culprit.Quote(typ))
 }
 
 // authorizeCreate authorizes creating the table of spec (create-table, DoPut's

@@ -174,6 +174,14 @@ func TestBadInput(t *testing.T) {
 			binary.LittleEndian.PutUint32(body[i+4:], 5) // [0, 5, 3]
 			return msgs
 		}, code: codes.InvalidArgument, culprits: []string{"default.bad", `"v"`, "offset 5 of value 1 is decreasing"}},
+		{name: "schema bomb: 2^31 fields", raw: func() []*flight.FlightData {
+			return []*flight.FlightData{{FlightDescriptor: desc, DataHeader: schemaMessage(1 << 31)}}
+		}, code: codes.InvalidArgument, culprits: []string{"schema message 0", "field count 2147483648 > limit 4096"}},
+		{name: "empty IPC header", raw: func() []*flight.FlightData {
+			return []*flight.FlightData{{FlightDescriptor: desc, AppMetadata: []byte("x")}}
+		}, code: codes.InvalidArgument, culprits: []string{"message 0", "no IPC data header"}},
+		{name: "long column name", fields: []arrow.Field{fID, {Name: strings.Repeat("c", 5000), Type: arrow.PrimitiveTypes.Int32}},
+			cols: []any{[]int32{10}, []int32{1}}, code: codes.InvalidArgument, culprits: []string{"field 1: name of 5000 bytes > limit 1024"}},
 		{name: "bad WriteCommand", raw: func() []*flight.FlightData {
 			rec := intStrRecord(g.mem, nil, []int32{10}, []string{"a"})
 			defer rec.Release()

@@ -79,6 +79,9 @@ func (f *flightService) DoGet(tkt *flight.Ticket, stream flight.FlightService_Do
 		switch start := t.GetStart().(type) {
 		case *setatspb.ChangelogTicket_Offset:
 			next = start.Offset
+			if next < 0 {
+				return status.Errorf(codes.InvalidArgument, "%s: offset %d is negative", where, next)
+			}
 			if next < bo.StartOffset {
 				return expiredError(where, next, bo.StartOffset)
 			}

@@ -1,7 +1,9 @@
 package gateway
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"strings"
@@ -202,4 +204,58 @@ func TestBinarySchemaBomb(t *testing.T) {
 	if code := p.terminate(t); code != 0 {
 		t.Fatalf("exit code %d after SIGTERM", code)
 	}
+}
+
+// TestClearErrors: every refusal has the right code and names its culprit, truncated: a 1 MiB
+// name comes back in a message of about 1 KiB, offset -1 is InvalidArgument (not "removed by
+// retention"), and the Handshake ends OK without authentication.
+func TestClearErrors(t *testing.T) {
+	g := startGateway(t, nil)
+	g.createTable("default", "t", 1, idV, []string{"id"}, nil)
+	huge := strings.Repeat("n", 1<<20)
+	short := func(t *testing.T, err error, code codes.Code, culprits ...string) {
+		t.Helper()
+		wantCode(t, err, code, culprits...)
+		if msg := status.Convert(err).Message(); len(msg) > 1200 {
+			t.Fatalf("message of %d bytes", len(msg))
+		}
+	}
+	t.Run("1 MiB names", func(t *testing.T) {
+		err := g.action(ActionGetTable, &setatspb.TableRequest{Table: huge}, nil)
+		short(t, err, codes.InvalidArgument, "nnnn", "(1048576 bytes)")
+		err = g.action(ActionGetTable, &setatspb.TableRequest{Database: huge, Table: "t"}, nil)
+		short(t, err, codes.InvalidArgument, "nnnn", "(1048576 bytes)")
+		err = g.rawAction(huge, nil, func([]byte) error { return nil })
+		short(t, err, codes.InvalidArgument, "unknown action type", "(1048576 bytes)")
+		_, err = g.readStream(ticket(t, &setatspb.ChangelogTicket{Table: huge}))
+		short(t, err, codes.InvalidArgument, "(1048576 bytes)")
+		_, err = g.client.GetFlightInfo(g.ctx, &flight.FlightDescriptor{Type: flight.DescriptorPATH, Path: []string{"default", huge}})
+		short(t, err, codes.InvalidArgument, "(1048576 bytes)")
+		err = g.action(ActionCreateTable, &setatspb.CreateTableRequest{Spec: &setatspb.TableSpec{Table: "c",
+			Columns: []*setatspb.Column{col("id", "INT"), col(huge, "INT")}, PrimaryKey: []string{"id"}}}, nil)
+		short(t, err, codes.InvalidArgument, "column", "(1048576 bytes)")
+	})
+	t.Run("negative offset", func(t *testing.T) {
+		for _, follow := range []bool{false, true} {
+			_, err := g.readStream(ticket(t, &setatspb.ChangelogTicket{Table: "t",
+				Start: &setatspb.ChangelogTicket_Offset{Offset: -1}, Follow: follow}))
+			short(t, err, codes.InvalidArgument, "default.t", "offset -1 is negative")
+		}
+	})
+	t.Run("handshake", func(t *testing.T) {
+		// Without --users-file the Handshake (gateway/authz.go) ends OK at once: no token, no
+		// error (never Unknown "EOF").
+		hs, err := g.client.Handshake(g.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = hs.Send(&flight.HandshakeRequest{ProtocolVersion: 1, Payload: []byte("x")})
+		_ = hs.CloseSend()
+		for err == nil {
+			_, err = hs.Recv()
+		}
+		if !errors.Is(err, io.EOF) {
+			t.Fatalf("handshake: %v, want the call to end OK", err)
+		}
+	})
 }

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"sort"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"google.golang.org/grpc/codes"
@@ -10,6 +11,7 @@ import (
 	"github.com/setats/setats/catalog"
 	"github.com/setats/setats/gateway/partname"
 	"github.com/setats/setats/gateway/store"
+	"github.com/setats/setats/internal/culprit"
 	"github.com/setats/setats/proto/setatspb"
 )
 
@@ -42,10 +44,10 @@ func pathTable(path []string) (db, table string, err error) {
 		db, table = path[0], path[1]
 	default:
 		return "", "", status.Errorf(codes.InvalidArgument,
-			"PATH descriptor %q: want [database, table] or [table]", path)
+			"PATH descriptor of %d elements: want [database, table] or [table]", len(path))
 	}
 	if table == "" {
-		return "", "", status.Errorf(codes.InvalidArgument, "PATH descriptor %q: empty table name", path)
+		return "", "", status.Errorf(codes.InvalidArgument, "PATH descriptor %s: empty table name", culprit.Quote(strings.Join(path, "/")))
 	}
 	return dbName(db), table, nil
 }
@@ -55,6 +57,13 @@ func (s *Server) table(db, name string) (*catalog.Table, error) {
 	db = dbName(db)
 	if name == "" {
 		return nil, status.Errorf(codes.InvalidArgument, "table name is empty (database %q)", db)
+	}
+	// A name no table can have is InvalidArgument naming it (truncated), not NotFound.
+	if err := catalog.ValidateIdentifier("database", db); err != nil {
+		return nil, err
+	}
+	if err := catalog.ValidateIdentifier("table", name); err != nil {
+		return nil, err
 	}
 	t, err := s.cat.GetTable(db, name)
 	if err != nil {

@@ -8,6 +8,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/setats/setats/internal/culprit"
 )
 
 // unaryInterceptor logs failed unary Flight calls, turns the typed errors of the packages below
@@ -20,6 +22,7 @@ func (s *Server) unaryInterceptor(ctx context.Context, req any, info *grpc.Unary
 			err = s.recovered(info.FullMethod, r)
 		}
 		err, _ = toStatus(err)
+		err = capStatus(err)
 		s.logCall(info.FullMethod, begin, err)
 	}()
 	return h(ctx, req)
@@ -33,6 +36,7 @@ func (s *Server) streamInterceptor(srv any, ss grpc.ServerStream, info *grpc.Str
 			err = s.recovered(info.FullMethod, r)
 		}
 		err, _ = toStatus(err)
+		err = capStatus(err)
 		s.logCall(info.FullMethod, begin, err)
 	}()
 	return h(srv, ss)
@@ -40,7 +44,21 @@ func (s *Server) streamInterceptor(srv any, ss grpc.ServerStream, info *grpc.Str
 
 func (s *Server) recovered(method string, r any) error {
 	s.log.Error("panic in flight call", "method", method, "panic", r, "stack", string(debug.Stack()))
-	return status.Errorf(codes.Internal, "%s: internal error: %v", method, r)
+	// The panic's text and stack go to the log only: a client gets no Go runtime text.
+	return status.Errorf(codes.Internal, "%s: internal error (logged by the gateway)", method)
+}
+
+// capStatus caps the message of a status error at culprit.MaxMessageBytes, keeping its code and
+// both ends of the message: the safety net for a message that names a long client input.
+func capStatus(err error) error {
+	if err == nil {
+		return nil
+	}
+	st, ok := status.FromError(err)
+	if !ok || len(st.Message()) <= culprit.MaxMessageBytes {
+		return err
+	}
+	return status.Error(st.Code(), culprit.Cap(st.Message()))
 }
 
 // logCall logs a failed call: Internal and Unknown errors at error level (a gateway bug or a

@@ -7,6 +7,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/setats/setats/catalog"
+	"github.com/setats/setats/internal/culprit"
 	"github.com/setats/setats/gateway/partname"
 	"github.com/setats/setats/merge"
 )
@@ -80,7 +81,7 @@ func Decode(tbl *catalog.Table, rec arrow.RecordBatch) (b *Batch, err error) {
 		}
 		c := tbl.ColumnIndex(name)
 		if c < 0 {
-			return nil, invalidf(tbl, "unknown column %q", name)
+			return nil, invalidf(tbl, "unknown column %s", culprit.Quote(name))
 		}
 		if declared[c] {
 			return nil, invalidf(tbl, "duplicate column %q", name)

@@ -35,3 +35,24 @@ func Quote(s string) string {
 	}
 	return fmt.Sprintf("%q...(%d bytes)", s[:cut], len(s))
 }
+
+// MaxMessageBytes is the longest error message Cap lets through.
+const MaxMessageBytes = 1024
+
+// Cap returns msg when it has at most MaxMessageBytes bytes, else its first and last bytes around
+// "...(N bytes)...", N the length of msg: the safety net at the gateway's edge for a message that
+// names a long input without Truncate.
+func Cap(msg string) string {
+	if len(msg) <= MaxMessageBytes {
+		return msg
+	}
+	head, tail := MaxMessageBytes*3/4, MaxMessageBytes/8
+	for head > 0 && !utf8.RuneStart(msg[head]) {
+		head--
+	}
+	from := len(msg) - tail
+	for from < len(msg) && !utf8.RuneStart(msg[from]) {
+		from++
+	}
+	return fmt.Sprintf("%s...(%d bytes)...%s", msg[:head], len(msg), msg[from:])
+}
