@@ -22,12 +22,13 @@ PROTOC_GEN_GO_VERSION := v1.36.12
 
 say = @printf '\n== %s\n' $(1)
 
-.PHONY: help deps build build-gateway build-connector build-runner test test-go test-alerts test-java test-e2e \
+.PHONY: help deps build build-gateway build-connector build-runner test test-go test-alerts test-fuzz fuzz test-java test-e2e \
         demo bench proto clean
 
 help:
 	@echo 'make demo    build gateway + connector, start the gateway, run the seed write and CDC jobs in Flink, print the changelog'
 	@echo 'make test    installs missing Debian/Python packages, then go build/vet/test, connector mvn verify (unit + ITCases), SQL runner tests, end-to-end (pyarrow, pgbench, demo)'
+	@echo 'make fuzz    Go fuzz targets over hostile client input, FUZZTIME (40s) each'
 	@echo 'make bench   Go benchmarks (store, gateway)'
 	@echo 'make build   bin/setats, the connector jar and the SQL runner jar'
 	@echo 'make deps    install what a new machine lacks (Debian packages, Python packages)'
@@ -74,7 +75,7 @@ build-runner: $(RUNNER_JAR)
 # ---------------------------------------------------------------------------------------------
 # test
 
-test: deps test-go test-alerts test-java test-e2e
+test: deps test-go test-alerts test-fuzz test-java test-e2e
 
 test-go:
 	$(call say,"go build / vet / test ./...")
@@ -89,6 +90,19 @@ test-alerts:
 	$(call say,"promtool check rules / test rules deploy/prometheus")
 	promtool check rules deploy/prometheus/setats-alerts.yml
 	cd deploy/prometheus && promtool test rules setats-alerts_test.yml
+
+# Go fuzz targets over hostile client input (DoPut IPC, every Flight command and action body), each
+# for FUZZTIME; a crash, a hang, a Go runtime panic in an error or an allocation above the
+# target's bound fails. Seed corpora: testdata/fuzz/ next to each target. FUZZ_TARGETS lists
+# package:target pairs.
+FUZZTIME ?= 40s
+FUZZ_TARGETS ?= ./gateway/ipcguard:FuzzDecode ./gateway:FuzzDoPut ./gateway:FuzzRequests
+fuzz:
+	$(call say,"go fuzz targets, $(FUZZTIME) each")
+	@for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; \
+	  echo "fuzz $$pkg $$fn"; \
+	  $(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 100x "$$pkg" || exit 1; done
+test-fuzz: fuzz
 
 test-java: build-gateway
 	$(call say,"connector: mvn verify (Surefire unit tests, Failsafe ITCases)")

@@ -68,7 +68,7 @@ func (c *captureStream) Send(d *flight.FlightData) error {
 }
 
 // encodeFlightData returns the FlightData messages (schema, then one per record) of a DoPut.
-func encodeFlightData(t *testing.T, mem memory.Allocator, desc *flight.FlightDescriptor, rec arrow.RecordBatch) []*flight.FlightData {
+func encodeFlightData(t testing.TB, mem memory.Allocator, desc *flight.FlightDescriptor, rec arrow.RecordBatch) []*flight.FlightData {
 	c := &captureStream{}
 	w := flight.NewRecordWriter(c, ipc.WithSchema(rec.Schema()), ipc.WithAllocator(mem))
 	w.SetFlightDescriptor(desc)

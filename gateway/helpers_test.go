@@ -37,7 +37,7 @@ func (c *fakeClock) set(ms int64) { c.ms.Store(ms) }
 // testGateway is a gateway started in-process on free ports, with a Flight client and a checked
 // allocator that must be back to zero bytes once the gateway stops.
 type testGateway struct {
-	t      *testing.T
+	t      testing.TB
 	s      *Server
 	fc     *flighttest.Client // the shared test client (internal/flighttest)
 	client flight.Client      // fc.FC, for tests of the protocol itself
@@ -47,7 +47,7 @@ type testGateway struct {
 
 // startGateway starts a gateway in a temporary warehouse with an embedded NATS server on a free
 // port; mut may change the options first. Everything is stopped at the end of the test.
-func startGateway(t *testing.T, mut func(*Options)) *testGateway {
+func startGateway(t testing.TB, mut func(*Options)) *testGateway {
 	t.Helper()
 	opts := Options{
 		FlightAddr:      "127.0.0.1:0",
@@ -89,7 +89,7 @@ func startGateway(t *testing.T, mut func(*Options)) *testGateway {
 }
 
 // testWriter sends log lines to t.Log.
-type testWriter struct{ t *testing.T }
+type testWriter struct{ t testing.TB }
 
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))
@@ -149,7 +149,7 @@ func (g *testGateway) createTable(db, name string, buckets int32, cols []*setats
 func col(name, typ string) *setatspb.Column { return &setatspb.Column{Name: name, Type: typ} }
 
 // writeCmd returns a CMD descriptor holding a binary WriteCommand for db.table.
-func writeCmd(t *testing.T, cmd *setatspb.WriteCommand) *flight.FlightDescriptor {
+func writeCmd(t testing.TB, cmd *setatspb.WriteCommand) *flight.FlightDescriptor {
 	b, err := proto.Marshal(cmd)
 	if err != nil {
 		t.Fatal(err)
@@ -173,7 +173,7 @@ func (g *testGateway) readStream(tkt []byte) ([]string, error) {
 }
 
 // ticket encodes a ChangelogTicket in binary.
-func ticket(t *testing.T, tk *setatspb.ChangelogTicket) []byte {
+func ticket(t testing.TB, tk *setatspb.ChangelogTicket) []byte {
 	b, err := proto.Marshal(tk)
 	if err != nil {
 		t.Fatal(err)

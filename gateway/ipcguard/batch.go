@@ -23,6 +23,7 @@ type buf struct {
 	size        uint64 // decoded bytes (length, or the uncompressed size a compressed buffer claims)
 	raw         bool   // the decoded bytes are body[off+skip : off+length] as they are
 	skip        uint64 // 8 for a buffer of a compressed body stored uncompressed
+	data        []byte // the decompressed bytes of a compressed offsets buffer
 }
 
 // checkBatch verifies a RecordBatch against the schema's fields: exactly one node per field and
@@ -64,11 +65,11 @@ func (g *Guard) checkBatch(rb table, body []byte) error {
 	if nb != uint64(wantBufs) {
 		return fmt.Errorf("%d buffers for a schema whose fields have %d", nb, wantBufs)
 	}
-	compressed := false
+	compressed, codec := false, uint8(0)
 	if ct, ok, err := rb.sub(batchCompression); err != nil {
 		return fmt.Errorf("compression: malformed flatbuffer: %v", err)
 	} else if ok {
-		codec, err := ct.uint8(compressionCodec, 0)
+		codec, err = ct.uint8(compressionCodec, 0)
 		if err != nil {
 			return fmt.Errorf("compression: malformed flatbuffer: %v", err)
 		}
@@ -111,6 +112,25 @@ func (g *Guard) checkBatch(rb table, body []byte) error {
 			return fmt.Errorf("buffers decode to more than %d bytes", l.MaxBodyBytes)
 		}
 		bufs[i] = b
+	}
+	// Compressed buffers are decompressed (bounded: their claims add up to at most MaxBodyBytes):
+	// offsets buffers are kept for the offsets check, the others only counted.
+	if compressed {
+		bi := 0
+		for _, f := range g.fields {
+			for j := 0; j < f.buffers(); j++ {
+				b := &bufs[bi+j]
+				if b.raw {
+					continue
+				}
+				keep := j == 1 && (f.layout == layoutOffsets32 || f.layout == layoutOffsets64)
+				b.data, err = checkDecompress(codec, body[b.off+8:b.off+b.length], b.size, keep, l.MaxBodyBytes)
+				if err != nil {
+					return fmt.Errorf("%s: buffer %d %v", f.name, bi+j, err)
+				}
+			}
+			bi += f.buffers()
+		}
 	}
 	bi := 0
 	for i, f := range g.fields {
@@ -157,10 +177,10 @@ func checkNode(f field, n uint64, hasNulls bool, b []buf, body []byte) error {
 		if b[1].size/w < n+1 {
 			return fmt.Errorf("offsets of %d bytes for %d values (want >= %d)", b[1].size, n, (n+1)*w)
 		}
-		if !b[1].raw || !b[2].raw {
-			return nil // compressed: the decoder checks the last offset, row.Decode every offset
+		offs := b[1].data
+		if b[1].raw {
+			offs = body[b[1].off+b[1].skip : b[1].off+b[1].length]
 		}
-		offs := body[b[1].off+b[1].skip : b[1].off+b[1].length]
 		data := b[2].size
 		prev := int64(0)
 		for i := uint64(0); i <= n; i++ {

@@ -7,8 +7,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/setats/setats/catalog"
-	"github.com/setats/setats/internal/culprit"
 	"github.com/setats/setats/gateway/partname"
+	"github.com/setats/setats/internal/culprit"
 	"github.com/setats/setats/merge"
 )
 
