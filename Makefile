@@ -100,7 +100,7 @@ test-alerts:
 FUZZTIME ?= 40s
 FUZZ_TARGETS ?= ./gateway/ipcguard:FuzzDecode
 fuzz:
-	$(call say,"go fuzz targets, $(FUZZTIME) each")
+	$(call say,"go fuzz targets for $(FUZZTIME) each")
 	@for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; \
 	  echo "fuzz $$pkg $$fn"; \
 	  $(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 100x "$$pkg" || exit 1; done
