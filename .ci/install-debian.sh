@@ -3,7 +3,7 @@
 # Used by .ci/run and by `make deps`. Prints what it installs; a machine that has everything is left alone.
 set -euo pipefail
 
-PACKAGES=(postgresql-15 postgresql-client-15 postgresql-contrib procps openssl prometheus)
+PACKAGES=(postgresql-15 postgresql-client-15 postgresql-contrib procps openssl prometheus mariadb-server mariadb-client)
 # Extra packages can be asked for, e.g. `EXTRA_DEBS=protobuf-compiler bash .ci/install-debian.sh`.
 read -r -a extra <<<"${EXTRA_DEBS:-}"
 PACKAGES+=("${extra[@]}")

@@ -17,6 +17,9 @@ type readiness struct {
 	NATSConnected bool          `json:"nats_connected"`
 	FailedTables  []failedTable `json:"failed_tables"`
 	Warehouse     string        `json:"warehouse,omitempty"`
+	// ChannelOutages names, per subscription channel whose source database is down, the last
+	// capture error. An outage does not make the gateway unready (the channel keeps serving).
+	ChannelOutages map[string]string `json:"channel_outages,omitempty"`
 }
 
 // failedTable names a table whose store failed and why.
@@ -62,6 +65,11 @@ func (s *Server) readiness() readiness {
 	r.FailedTables = []failedTable{}
 	if s.tables != nil {
 		r.FailedTables = s.tables.failedTables()
+	}
+	if s.subs != nil {
+		if o := s.subs.Outages(); len(o) > 0 {
+			r.ChannelOutages = o
+		}
 	}
 	r.Ready = r.FlightServing && r.CatalogOpen && len(r.FailedTables) == 0
 	return r

@@ -13,6 +13,7 @@ import (
 	"github.com/setats/setats/gateway/partname"
 	"github.com/setats/setats/gateway/row"
 	"github.com/setats/setats/gateway/store"
+	"github.com/setats/setats/gateway/subscribe"
 	"github.com/setats/setats/merge"
 )
 
@@ -21,30 +22,39 @@ import (
 // answers with. This is the one place where Go errors become gRPC codes; the message stays the
 // error's own. A typed error whose kind is missing here is Internal.
 var errorCodes = map[error]codes.Code{
-	catalog.ErrInvalid:            codes.InvalidArgument,
-	catalog.ErrNotFound:           codes.NotFound,
-	catalog.ErrAlreadyExists:      codes.AlreadyExists,
-	catalog.ErrFailedPrecondition: codes.FailedPrecondition,
-	catalog.ErrInternal:           codes.Internal,
-	merge.ErrInvalid:              codes.InvalidArgument,
-	row.ErrInvalid:                codes.InvalidArgument,
-	row.ErrInternal:               codes.Internal,
-	partname.ErrInvalid:           codes.InvalidArgument,
-	store.ErrInvalid:              codes.InvalidArgument,
-	store.ErrFailedPrecondition:   codes.FailedPrecondition,
-	store.ErrOutOfRange:           codes.OutOfRange,
-	store.ErrClosed:               codes.Unavailable,
-	store.ErrTableFailed:          codes.Unavailable,
-	store.ErrInternal:             codes.Internal,
-	store.ErrResourceExhausted:    codes.ResourceExhausted,
-	store.ErrAborted:              codes.Aborted,
-	binlog.ErrInvalid:             codes.InvalidArgument,
-	binlog.ErrNotFound:            codes.NotFound,
-	binlog.ErrFailedPrecondition:  codes.FailedPrecondition,
-	binlog.ErrOutOfRange:          codes.OutOfRange,
-	binlog.ErrResourceExhausted:   codes.ResourceExhausted,
-	context.Canceled:              codes.Canceled,
-	context.DeadlineExceeded:      codes.DeadlineExceeded,
+	catalog.ErrInvalid:              codes.InvalidArgument,
+	catalog.ErrNotFound:             codes.NotFound,
+	catalog.ErrAlreadyExists:        codes.AlreadyExists,
+	catalog.ErrFailedPrecondition:   codes.FailedPrecondition,
+	catalog.ErrInternal:             codes.Internal,
+	merge.ErrInvalid:                codes.InvalidArgument,
+	row.ErrInvalid:                  codes.InvalidArgument,
+	row.ErrInternal:                 codes.Internal,
+	partname.ErrInvalid:             codes.InvalidArgument,
+	store.ErrInvalid:                codes.InvalidArgument,
+	store.ErrFailedPrecondition:     codes.FailedPrecondition,
+	store.ErrOutOfRange:             codes.OutOfRange,
+	store.ErrClosed:                 codes.Unavailable,
+	store.ErrTableFailed:            codes.Unavailable,
+	store.ErrInternal:               codes.Internal,
+	store.ErrResourceExhausted:      codes.ResourceExhausted,
+	store.ErrAborted:                codes.Aborted,
+	binlog.ErrInvalid:               codes.InvalidArgument,
+	binlog.ErrNotFound:              codes.NotFound,
+	binlog.ErrFailedPrecondition:    codes.FailedPrecondition,
+	binlog.ErrOutOfRange:            codes.OutOfRange,
+	binlog.ErrResourceExhausted:     codes.ResourceExhausted,
+	subscribe.ErrInternal:           codes.Internal,
+	subscribe.ErrInvalid:            codes.InvalidArgument,
+	subscribe.ErrNotFound:           codes.NotFound,
+	subscribe.ErrAlreadyExists:      codes.AlreadyExists,
+	subscribe.ErrFailedPrecondition: codes.FailedPrecondition,
+	subscribe.ErrUnauthenticated:    codes.Unauthenticated,
+	subscribe.ErrPermissionDenied:   codes.PermissionDenied,
+	subscribe.ErrOutOfRange:         codes.OutOfRange,
+	subscribe.ErrUnavailable:        codes.Unavailable,
+	context.Canceled:                codes.Canceled,
+	context.DeadlineExceeded:        codes.DeadlineExceeded,
 }
 
 // kindedError is the typed error of a package below the gateway (catalog.Error, store.Error, ...).

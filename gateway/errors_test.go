@@ -16,6 +16,7 @@ import (
 	"github.com/setats/setats/gateway/partname"
 	"github.com/setats/setats/gateway/row"
 	"github.com/setats/setats/gateway/store"
+	"github.com/setats/setats/gateway/subscribe"
 	"github.com/setats/setats/merge"
 	"github.com/setats/setats/proto/setatspb"
 )
@@ -50,6 +51,15 @@ func TestErrorCodes(t *testing.T) {
 		{binlog.ErrFailedPrecondition, &binlog.Error{Kind: binlog.ErrFailedPrecondition, Err: errors.New("m")}, codes.FailedPrecondition},
 		{binlog.ErrOutOfRange, &binlog.Error{Kind: binlog.ErrOutOfRange, Err: errors.New("m")}, codes.OutOfRange},
 		{binlog.ErrResourceExhausted, &binlog.Error{Kind: binlog.ErrResourceExhausted, Err: errors.New("m")}, codes.ResourceExhausted},
+		{subscribe.ErrInternal, subscribe.Errorf(subscribe.Internal, "m"), codes.Internal},
+		{subscribe.ErrInvalid, subscribe.Errorf(subscribe.InvalidArgument, "m"), codes.InvalidArgument},
+		{subscribe.ErrNotFound, subscribe.Errorf(subscribe.NotFound, "m"), codes.NotFound},
+		{subscribe.ErrAlreadyExists, subscribe.Errorf(subscribe.AlreadyExists, "m"), codes.AlreadyExists},
+		{subscribe.ErrFailedPrecondition, subscribe.Errorf(subscribe.FailedPrecondition, "m"), codes.FailedPrecondition},
+		{subscribe.ErrUnauthenticated, subscribe.Errorf(subscribe.Unauthenticated, "m"), codes.Unauthenticated},
+		{subscribe.ErrPermissionDenied, subscribe.Errorf(subscribe.PermissionDenied, "m"), codes.PermissionDenied},
+		{subscribe.ErrOutOfRange, subscribe.Errorf(subscribe.OutOfRange, "m"), codes.OutOfRange},
+		{subscribe.ErrUnavailable, subscribe.Errorf(subscribe.Unavailable, "m"), codes.Unavailable},
 		{context.Canceled, &store.Error{Kind: context.Canceled, Err: context.Canceled}, codes.Canceled},
 		{context.DeadlineExceeded, &store.Error{Kind: context.DeadlineExceeded, Err: context.DeadlineExceeded}, codes.DeadlineExceeded},
 	}

@@ -67,7 +67,10 @@ func (f *flightService) DoAction(a *flight.Action, stream flight.FlightService_D
 	if a.GetType() == ActionWatch {
 		return s.watch(a.GetBody(), stream)
 	}
-	enc, res, err := s.action(stream.Context(), a.GetType(), a.GetBody())
+	enc, res, handled, err := s.subscriptionAction(stream.Context(), a.GetType(), a.GetBody())
+	if !handled {
+		enc, res, err = s.action(stream.Context(), a.GetType(), a.GetBody())
+	}
 	if err != nil {
 		return err
 	}

@@ -38,6 +38,9 @@ func (f *flightService) DoGet(tkt *flight.Ticket, stream flight.FlightService_Do
 	if _, err := decodeMsg(tkt.GetTicket(), t, "ChangelogTicket"); err != nil {
 		return err
 	}
+	if c := t.GetChannel(); c != nil {
+		return s.doGetChannel(c, stream)
+	}
 	if err := s.checkCatalog(t.GetCatalog()); err != nil {
 		return err
 	}

@@ -23,6 +23,7 @@ import (
 
 	"github.com/setats/setats/catalog"
 	"github.com/setats/setats/gateway/auth"
+	"github.com/setats/setats/gateway/subscribe"
 )
 
 // CatalogTypes are the catalog types this gateway serves (CatalogContext.catalog_type; "" means
@@ -40,6 +41,8 @@ type Server struct {
 	cat    catalog.Catalog
 	nats   *notifier
 	tables *tableRegistry
+	// subs owns the subscription channels (SPEC section 11).
+	subs *subscribe.Manager
 	// removeMu serialises catalog RemoveData calls (drop-table, retention loop).
 	removeMu sync.Mutex
 	// cache is the Pebble block cache shared by the table stores (--block-cache-bytes).
@@ -122,6 +125,13 @@ func (s *Server) Start() (err error) {
 	s.cat = cat
 	s.cache = pebble.NewCache(s.opts.BlockCacheBytes)
 	s.tables = newTableRegistry(s)
+	whDir, err := catalog.WarehouseDir(s.cat.Warehouse())
+	if err != nil {
+		return err
+	}
+	if err := s.openSubscriptions(whDir); err != nil {
+		return fmt.Errorf("open subscription channels: %w", err)
+	}
 
 	if err := s.startSecurity(); err != nil {
 		return err
@@ -224,6 +234,9 @@ func (s *Server) Shutdown() {
 			_ = s.flightLis.Close() // when Start failed before Serve; else already closed
 		}
 		s.serving.Store(false)
+		if s.subs != nil {
+			s.subs.Close()
+		}
 		if s.tables != nil {
 			s.tables.closeAll()
 		}

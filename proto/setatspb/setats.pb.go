@@ -954,7 +954,10 @@ type ChangelogTicket struct {
 	// Non-empty: only changelog rows whose primary key, encoded as the `_key` column of a snapshot
 	// read, is <= this key are sent (the catch-up of a snapshot resumed on a newer view, SPEC
 	// section 9). Offsets of skipped rows are not sent.
-	MaxKey        []byte `protobuf:"bytes,14,opt,name=max_key,json=maxKey,proto3" json:"max_key,omitempty"`
+	MaxKey []byte `protobuf:"bytes,14,opt,name=max_key,json=maxKey,proto3" json:"max_key,omitempty"`
+	// When set, this ticket reads a subscription channel (SPEC section 11) instead of a table
+	// bucket, and every other field above is ignored. Field number kept far from the table fields.
+	Channel       *ChannelTicket `protobuf:"bytes,40,opt,name=channel,proto3" json:"channel,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1096,6 +1099,13 @@ func (x *ChangelogTicket) GetEndOffset() int64 {
 func (x *ChangelogTicket) GetMaxKey() []byte {
 	if x != nil {
 		return x.MaxKey
+	}
+	return nil
+}
+
+func (x *ChangelogTicket) GetChannel() *ChannelTicket {
+	if x != nil {
+		return x.Channel
 	}
 	return nil
 }
@@ -3209,6 +3219,1071 @@ func (x *ProgressResponse) GetRows() []*ProgressRow {
 	return nil
 }
 
+// ConsumerCredentials name a user of a consumer group (dts.sid, dts.user, dts.password). They
+// travel inside the ChannelTicket and the subscription-seek / subscription-commit bodies and are
+// checked against the channel's group (bcrypt), not against gateway users. Errors:
+// PermissionDenied (unknown group, or a user of another group) and Unauthenticated (wrong
+// password), both naming the user, the group and the channel.
+type ConsumerCredentials struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Group         string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	User          string                 `protobuf:"bytes,2,opt,name=user,proto3" json:"user,omitempty"`
+	Password      string                 `protobuf:"bytes,3,opt,name=password,proto3" json:"password,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ConsumerCredentials) Reset() {
+	*x = ConsumerCredentials{}
+	mi := &file_setats_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConsumerCredentials) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConsumerCredentials) ProtoMessage() {}
+
+func (x *ConsumerCredentials) ProtoReflect() protoreflect.Message {
+	mi := &file_setats_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConsumerCredentials.ProtoReflect.Descriptor instead.
+func (*ConsumerCredentials) Descriptor() ([]byte, []int) {
+	return file_setats_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *ConsumerCredentials) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *ConsumerCredentials) GetUser() string {
+	if x != nil {
+		return x.User
+	}
+	return ""
+}
+
+func (x *ConsumerCredentials) GetPassword() string {
+	if x != nil {
+		return x.Password
+	}
+	return ""
+}
+
+// ChannelTicket reads a channel's records from a start (inside ChangelogTicket.channel).
+// Stream schema: id int64, operation utf8, object_name utf8, source_position utf8,
+// source_timestamp timestamp[ms, tz=UTC], transaction_id utf8, field_names list<utf8>,
+// field_types list<utf8>, before list<binary>, after list<binary> (a null list = no image, a null
+// element = SQL NULL). Schema metadata: setats.channel, setats.cluster_id.
+type ChannelTicket struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Channel     string                 `protobuf:"bytes,1,opt,name=channel,proto3" json:"channel,omitempty"`
+	Credentials *ConsumerCredentials   `protobuf:"bytes,2,opt,name=credentials,proto3" json:"credentials,omitempty"`
+	// Types that are valid to be assigned to Start:
+	//
+	//	*ChannelTicket_FromId
+	//	*ChannelTicket_TimestampMs
+	//	*ChannelTicket_Position
+	Start isChannelTicket_Start `protobuf_oneof:"start"`
+	// true: stay open, records pushed as soon as durable; false: end at the end as of the call.
+	Follow bool `protobuf:"varint,6,opt,name=follow,proto3" json:"follow,omitempty"`
+	// Upper bound on records per record batch; <= 0 means 4096.
+	MaxBatchRows int32 `protobuf:"varint,7,opt,name=max_batch_rows,json=maxBatchRows,proto3" json:"max_batch_rows,omitempty"`
+	// When set, must equal the gateway's cluster id, else FailedPrecondition with the message
+	// "Cluster changed from <this> to <gateway's>, consumer require restart". The gateway notes in
+	// the consumer group that it told the group so; a later read of that group naming the same old
+	// cluster id (the consumer restarted) starts at the first record whose source timestamp >=
+	// reseek_timestamp_ms instead of at `start`, and the stream's metadata names the new cluster.
+	ClusterId         string `protobuf:"bytes,8,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	ReseekTimestampMs int64  `protobuf:"varint,9,opt,name=reseek_timestamp_ms,json=reseekTimestampMs,proto3" json:"reseek_timestamp_ms,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *ChannelTicket) Reset() {
+	*x = ChannelTicket{}
+	mi := &file_setats_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ChannelTicket) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ChannelTicket) ProtoMessage() {}
+
+func (x *ChannelTicket) ProtoReflect() protoreflect.Message {
+	mi := &file_setats_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ChannelTicket.ProtoReflect.Descriptor instead.
+func (*ChannelTicket) Descriptor() ([]byte, []int) {
+	return file_setats_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *ChannelTicket) GetChannel() string {
+	if x != nil {
+		return x.Channel
+	}
+	return ""
+}
+
+func (x *ChannelTicket) GetCredentials() *ConsumerCredentials {
+	if x != nil {
+		return x.Credentials
+	}
+	return nil
+}
+
+func (x *ChannelTicket) GetStart() isChannelTicket_Start {
+	if x != nil {
+		return x.Start
+	}
+	return nil
+}
+
+func (x *ChannelTicket) GetFromId() int64 {
+	if x != nil {
+		if x, ok := x.Start.(*ChannelTicket_FromId); ok {
+			return x.FromId
+		}
+	}
+	return 0
+}
+
+func (x *ChannelTicket) GetTimestampMs() int64 {
+	if x != nil {
+		if x, ok := x.Start.(*ChannelTicket_TimestampMs); ok {
+			return x.TimestampMs
+		}
+	}
+	return 0
+}
+
+func (x *ChannelTicket) GetPosition() StartPosition {
+	if x != nil {
+		if x, ok := x.Start.(*ChannelTicket_Position); ok {
+			return x.Position
+		}
+	}
+	return StartPosition_START_POSITION_UNSPECIFIED
+}
+
+func (x *ChannelTicket) GetFollow() bool {
+	if x != nil {
+		return x.Follow
+	}
+	return false
+}
+
+func (x *ChannelTicket) GetMaxBatchRows() int32 {
+	if x != nil {
+		return x.MaxBatchRows
+	}
+	return 0
+}
+
+func (x *ChannelTicket) GetClusterId() string {
+	if x != nil {
+		return x.ClusterId
+	}
+	return ""
+}
+
+func (x *ChannelTicket) GetReseekTimestampMs() int64 {
+	if x != nil {
+		return x.ReseekTimestampMs
+	}
+	return 0
+}
+
+type isChannelTicket_Start interface {
+	isChannelTicket_Start()
+}
+
+type ChannelTicket_FromId struct {
+	// First record id to return; must lie within [first_id, next_id].
+	FromId int64 `protobuf:"varint,3,opt,name=from_id,json=fromId,proto3,oneof"`
+}
+
+type ChannelTicket_TimestampMs struct {
+	// First record whose source timestamp >= this (ms).
+	TimestampMs int64 `protobuf:"varint,4,opt,name=timestamp_ms,json=timestampMs,proto3,oneof"`
+}
+
+type ChannelTicket_Position struct {
+	// EARLIEST: the oldest retained record; LATEST: the channel's end.
+	Position StartPosition `protobuf:"varint,5,opt,name=position,proto3,enum=setats.v1.StartPosition,oneof"`
+}
+
+func (*ChannelTicket_FromId) isChannelTicket_Start() {}
+
+func (*ChannelTicket_TimestampMs) isChannelTicket_Start() {}
+
+func (*ChannelTicket_Position) isChannelTicket_Start() {}
+
+type CreateChannelRequest struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Channel string                 `protobuf:"bytes,1,opt,name=channel,proto3" json:"channel,omitempty"`
+	// postgres://user:pass@host:port/db or mysql://user:pass@host:port/db.
+	SourceUrl string `protobuf:"bytes,2,opt,name=source_url,json=sourceUrl,proto3" json:"source_url,omitempty"`
+	// Tables to capture: schema.table (PostgreSQL) or db.table (MySQL/MariaDB).
+	Tables []string `protobuf:"bytes,3,rep,name=tables,proto3" json:"tables,omitempty"`
+	// "" or "latest": from the source's current position; else a source position to start from.
+	Start string `protobuf:"bytes,4,opt,name=start,proto3" json:"start,omitempty"`
+	// PostgreSQL: replication slot and publication to use; empty = setats_<channel>, created.
+	Slot        string `protobuf:"bytes,5,opt,name=slot,proto3" json:"slot,omitempty"`
+	Publication string `protobuf:"bytes,6,opt,name=publication,proto3" json:"publication,omitempty"`
+	// Record retention in ms; <= 0 = 24 h.
+	RetentionMs   int64 `protobuf:"varint,7,opt,name=retention_ms,json=retentionMs,proto3" json:"retention_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateChannelRequest) Reset() {
+	*x = CreateChannelRequest{}
+	mi := &file_setats_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateChannelRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateChannelRequest) ProtoMessage() {}
+
+func (x *CreateChannelRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_setats_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateChannelRequest.ProtoReflect.Descriptor instead.
+func (*CreateChannelRequest) Descriptor() ([]byte, []int) {
+	return file_setats_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *CreateChannelRequest) GetChannel() string {
+	if x != nil {
+		return x.Channel
+	}
+	return ""
+}
+
+func (x *CreateChannelRequest) GetSourceUrl() string {
+	if x != nil {
+		return x.SourceUrl
+	}
+	return ""
+}
+
+func (x *CreateChannelRequest) GetTables() []string {
+	if x != nil {
+		return x.Tables
+	}
+	return nil
+}
+
+func (x *CreateChannelRequest) GetStart() string {
+	if x != nil {
+		return x.Start
+	}
+	return ""
+}
+
+func (x *CreateChannelRequest) GetSlot() string {
+	if x != nil {
+		return x.Slot
+	}
+	return ""
+}
+
+func (x *CreateChannelRequest) GetPublication() string {
+	if x != nil {
+		return x.Publication
+	}
+	return ""
+}
+
+func (x *CreateChannelRequest) GetRetentionMs() int64 {
+	if x != nil {
+		return x.RetentionMs
+	}
+	return 0
+}
+
+type ChannelRequest struct {
+	state             protoimpl.MessageState `protogen:"open.v1"`
+	Channel           string                 `protobuf:"bytes,1,opt,name=channel,proto3" json:"channel,omitempty"`
+	IgnoreIfNotExists bool                   `protobuf:"varint,2,opt,name=ignore_if_not_exists,json=ignoreIfNotExists,proto3" json:"ignore_if_not_exists,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *ChannelRequest) Reset() {
+	*x = ChannelRequest{}
+	mi := &file_setats_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ChannelRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ChannelRequest) ProtoMessage() {}
+
+func (x *ChannelRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_setats_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ChannelRequest.ProtoReflect.Descriptor instead.
+func (*ChannelRequest) Descriptor() ([]byte, []int) {
+	return file_setats_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *ChannelRequest) GetChannel() string {
+	if x != nil {
+		return x.Channel
+	}
+	return ""
+}
+
+func (x *ChannelRequest) GetIgnoreIfNotExists() bool {
+	if x != nil {
+		return x.IgnoreIfNotExists
+	}
+	return false
+}
+
+type ChannelInfo struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Channel string                 `protobuf:"bytes,1,opt,name=channel,proto3" json:"channel,omitempty"`
+	// Source URL with the password removed.
+	SourceUrl  string   `protobuf:"bytes,2,opt,name=source_url,json=sourceUrl,proto3" json:"source_url,omitempty"`
+	SourceKind string   `protobuf:"bytes,3,opt,name=source_kind,json=sourceKind,proto3" json:"source_kind,omitempty"`
+	Tables     []string `protobuf:"bytes,4,rep,name=tables,proto3" json:"tables,omitempty"`
+	ClusterId  string   `protobuf:"bytes,5,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	// Oldest retained record id and the id the next record gets.
+	FirstId int64 `protobuf:"varint,6,opt,name=first_id,json=firstId,proto3" json:"first_id,omitempty"`
+	NextId  int64 `protobuf:"varint,7,opt,name=next_id,json=nextId,proto3" json:"next_id,omitempty"`
+	// Source position captured durably so far (capture resumes after it).
+	SourcePosition  string `protobuf:"bytes,8,opt,name=source_position,json=sourcePosition,proto3" json:"source_position,omitempty"`
+	SourceUp        bool   `protobuf:"varint,9,opt,name=source_up,json=sourceUp,proto3" json:"source_up,omitempty"`
+	SourceError     string `protobuf:"bytes,10,opt,name=source_error,json=sourceError,proto3" json:"source_error,omitempty"`
+	RetentionMs     int64  `protobuf:"varint,11,opt,name=retention_ms,json=retentionMs,proto3" json:"retention_ms,omitempty"`
+	CreatedMs       int64  `protobuf:"varint,12,opt,name=created_ms,json=createdMs,proto3" json:"created_ms,omitempty"`
+	LastTimestampMs int64  `protobuf:"varint,13,opt,name=last_timestamp_ms,json=lastTimestampMs,proto3" json:"last_timestamp_ms,omitempty"`
+	Slot            string `protobuf:"bytes,14,opt,name=slot,proto3" json:"slot,omitempty"`
+	Publication     string `protobuf:"bytes,15,opt,name=publication,proto3" json:"publication,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *ChannelInfo) Reset() {
+	*x = ChannelInfo{}
+	mi := &file_setats_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ChannelInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ChannelInfo) ProtoMessage() {}
+
+func (x *ChannelInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_setats_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ChannelInfo.ProtoReflect.Descriptor instead.
+func (*ChannelInfo) Descriptor() ([]byte, []int) {
+	return file_setats_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *ChannelInfo) GetChannel() string {
+	if x != nil {
+		return x.Channel
+	}
+	return ""
+}
+
+func (x *ChannelInfo) GetSourceUrl() string {
+	if x != nil {
+		return x.SourceUrl
+	}
+	return ""
+}
+
+func (x *ChannelInfo) GetSourceKind() string {
+	if x != nil {
+		return x.SourceKind
+	}
+	return ""
+}
+
+func (x *ChannelInfo) GetTables() []string {
+	if x != nil {
+		return x.Tables
+	}
+	return nil
+}
+
+func (x *ChannelInfo) GetClusterId() string {
+	if x != nil {
+		return x.ClusterId
+	}
+	return ""
+}
+
+func (x *ChannelInfo) GetFirstId() int64 {
+	if x != nil {
+		return x.FirstId
+	}
+	return 0
+}
+
+func (x *ChannelInfo) GetNextId() int64 {
+	if x != nil {
+		return x.NextId
+	}
+	return 0
+}
+
+func (x *ChannelInfo) GetSourcePosition() string {
+	if x != nil {
+		return x.SourcePosition
+	}
+	return ""
+}
+
+func (x *ChannelInfo) GetSourceUp() bool {
+	if x != nil {
+		return x.SourceUp
+	}
+	return false
+}
+
+func (x *ChannelInfo) GetSourceError() string {
+	if x != nil {
+		return x.SourceError
+	}
+	return ""
+}
+
+func (x *ChannelInfo) GetRetentionMs() int64 {
+	if x != nil {
+		return x.RetentionMs
+	}
+	return 0
+}
+
+func (x *ChannelInfo) GetCreatedMs() int64 {
+	if x != nil {
+		return x.CreatedMs
+	}
+	return 0
+}
+
+func (x *ChannelInfo) GetLastTimestampMs() int64 {
+	if x != nil {
+		return x.LastTimestampMs
+	}
+	return 0
+}
+
+func (x *ChannelInfo) GetSlot() string {
+	if x != nil {
+		return x.Slot
+	}
+	return ""
+}
+
+func (x *ChannelInfo) GetPublication() string {
+	if x != nil {
+		return x.Publication
+	}
+	return ""
+}
+
+type ListChannelsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListChannelsRequest) Reset() {
+	*x = ListChannelsRequest{}
+	mi := &file_setats_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListChannelsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListChannelsRequest) ProtoMessage() {}
+
+func (x *ListChannelsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_setats_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListChannelsRequest.ProtoReflect.Descriptor instead.
+func (*ListChannelsRequest) Descriptor() ([]byte, []int) {
+	return file_setats_proto_rawDescGZIP(), []int{43}
+}
+
+type ListChannelsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Channels      []*ChannelInfo         `protobuf:"bytes,1,rep,name=channels,proto3" json:"channels,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListChannelsResponse) Reset() {
+	*x = ListChannelsResponse{}
+	mi := &file_setats_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListChannelsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListChannelsResponse) ProtoMessage() {}
+
+func (x *ListChannelsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_setats_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListChannelsResponse.ProtoReflect.Descriptor instead.
+func (*ListChannelsResponse) Descriptor() ([]byte, []int) {
+	return file_setats_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *ListChannelsResponse) GetChannels() []*ChannelInfo {
+	if x != nil {
+		return x.Channels
+	}
+	return nil
+}
+
+type CreateGroupRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Channel       string                 `protobuf:"bytes,1,opt,name=channel,proto3" json:"channel,omitempty"`
+	Group         string                 `protobuf:"bytes,2,opt,name=group,proto3" json:"group,omitempty"`
+	User          string                 `protobuf:"bytes,3,opt,name=user,proto3" json:"user,omitempty"`
+	Password      string                 `protobuf:"bytes,4,opt,name=password,proto3" json:"password,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateGroupRequest) Reset() {
+	*x = CreateGroupRequest{}
+	mi := &file_setats_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateGroupRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateGroupRequest) ProtoMessage() {}
+
+func (x *CreateGroupRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_setats_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateGroupRequest.ProtoReflect.Descriptor instead.
+func (*CreateGroupRequest) Descriptor() ([]byte, []int) {
+	return file_setats_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *CreateGroupRequest) GetChannel() string {
+	if x != nil {
+		return x.Channel
+	}
+	return ""
+}
+
+func (x *CreateGroupRequest) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *CreateGroupRequest) GetUser() string {
+	if x != nil {
+		return x.User
+	}
+	return ""
+}
+
+func (x *CreateGroupRequest) GetPassword() string {
+	if x != nil {
+		return x.Password
+	}
+	return ""
+}
+
+type GroupInfo struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Channel string                 `protobuf:"bytes,1,opt,name=channel,proto3" json:"channel,omitempty"`
+	Group   string                 `protobuf:"bytes,2,opt,name=group,proto3" json:"group,omitempty"`
+	Users   []string               `protobuf:"bytes,3,rep,name=users,proto3" json:"users,omitempty"`
+	// Next record id to read as committed at the last completed checkpoint; -1 = none yet.
+	CommittedId         int64  `protobuf:"varint,4,opt,name=committed_id,json=committedId,proto3" json:"committed_id,omitempty"`
+	CommittedCheckpoint string `protobuf:"bytes,5,opt,name=committed_checkpoint,json=committedCheckpoint,proto3" json:"committed_checkpoint,omitempty"`
+	CommittedAtMs       int64  `protobuf:"varint,6,opt,name=committed_at_ms,json=committedAtMs,proto3" json:"committed_at_ms,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
+}
+
+func (x *GroupInfo) Reset() {
+	*x = GroupInfo{}
+	mi := &file_setats_proto_msgTypes[46]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GroupInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GroupInfo) ProtoMessage() {}
+
+func (x *GroupInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_setats_proto_msgTypes[46]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GroupInfo.ProtoReflect.Descriptor instead.
+func (*GroupInfo) Descriptor() ([]byte, []int) {
+	return file_setats_proto_rawDescGZIP(), []int{46}
+}
+
+func (x *GroupInfo) GetChannel() string {
+	if x != nil {
+		return x.Channel
+	}
+	return ""
+}
+
+func (x *GroupInfo) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *GroupInfo) GetUsers() []string {
+	if x != nil {
+		return x.Users
+	}
+	return nil
+}
+
+func (x *GroupInfo) GetCommittedId() int64 {
+	if x != nil {
+		return x.CommittedId
+	}
+	return 0
+}
+
+func (x *GroupInfo) GetCommittedCheckpoint() string {
+	if x != nil {
+		return x.CommittedCheckpoint
+	}
+	return ""
+}
+
+func (x *GroupInfo) GetCommittedAtMs() int64 {
+	if x != nil {
+		return x.CommittedAtMs
+	}
+	return 0
+}
+
+type ListGroupsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Groups        []*GroupInfo           `protobuf:"bytes,1,rep,name=groups,proto3" json:"groups,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListGroupsResponse) Reset() {
+	*x = ListGroupsResponse{}
+	mi := &file_setats_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListGroupsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListGroupsResponse) ProtoMessage() {}
+
+func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_setats_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListGroupsResponse.ProtoReflect.Descriptor instead.
+func (*ListGroupsResponse) Descriptor() ([]byte, []int) {
+	return file_setats_proto_rawDescGZIP(), []int{47}
+}
+
+func (x *ListGroupsResponse) GetGroups() []*GroupInfo {
+	if x != nil {
+		return x.Groups
+	}
+	return nil
+}
+
+// SeekRequest resolves a start to a record id (subscription-seek).
+type SeekRequest struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Channel     string                 `protobuf:"bytes,1,opt,name=channel,proto3" json:"channel,omitempty"`
+	Credentials *ConsumerCredentials   `protobuf:"bytes,2,opt,name=credentials,proto3" json:"credentials,omitempty"`
+	// Types that are valid to be assigned to Start:
+	//
+	//	*SeekRequest_TimestampMs
+	//	*SeekRequest_Position
+	//	*SeekRequest_Committed
+	Start         isSeekRequest_Start `protobuf_oneof:"start"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SeekRequest) Reset() {
+	*x = SeekRequest{}
+	mi := &file_setats_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SeekRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SeekRequest) ProtoMessage() {}
+
+func (x *SeekRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_setats_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SeekRequest.ProtoReflect.Descriptor instead.
+func (*SeekRequest) Descriptor() ([]byte, []int) {
+	return file_setats_proto_rawDescGZIP(), []int{48}
+}
+
+func (x *SeekRequest) GetChannel() string {
+	if x != nil {
+		return x.Channel
+	}
+	return ""
+}
+
+func (x *SeekRequest) GetCredentials() *ConsumerCredentials {
+	if x != nil {
+		return x.Credentials
+	}
+	return nil
+}
+
+func (x *SeekRequest) GetStart() isSeekRequest_Start {
+	if x != nil {
+		return x.Start
+	}
+	return nil
+}
+
+func (x *SeekRequest) GetTimestampMs() int64 {
+	if x != nil {
+		if x, ok := x.Start.(*SeekRequest_TimestampMs); ok {
+			return x.TimestampMs
+		}
+	}
+	return 0
+}
+
+func (x *SeekRequest) GetPosition() StartPosition {
+	if x != nil {
+		if x, ok := x.Start.(*SeekRequest_Position); ok {
+			return x.Position
+		}
+	}
+	return StartPosition_START_POSITION_UNSPECIFIED
+}
+
+func (x *SeekRequest) GetCommitted() bool {
+	if x != nil {
+		if x, ok := x.Start.(*SeekRequest_Committed); ok {
+			return x.Committed
+		}
+	}
+	return false
+}
+
+type isSeekRequest_Start interface {
+	isSeekRequest_Start()
+}
+
+type SeekRequest_TimestampMs struct {
+	TimestampMs int64 `protobuf:"varint,3,opt,name=timestamp_ms,json=timestampMs,proto3,oneof"`
+}
+
+type SeekRequest_Position struct {
+	Position StartPosition `protobuf:"varint,4,opt,name=position,proto3,enum=setats.v1.StartPosition,oneof"`
+}
+
+type SeekRequest_Committed struct {
+	// The group's committed position (falls back to LATEST when none).
+	Committed bool `protobuf:"varint,5,opt,name=committed,proto3,oneof"`
+}
+
+func (*SeekRequest_TimestampMs) isSeekRequest_Start() {}
+
+func (*SeekRequest_Position) isSeekRequest_Start() {}
+
+func (*SeekRequest_Committed) isSeekRequest_Start() {}
+
+type SeekResponse struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Id        int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	ClusterId string                 `protobuf:"bytes,2,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	// committed start only: whether the group had a committed position.
+	Found         bool `protobuf:"varint,3,opt,name=found,proto3" json:"found,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SeekResponse) Reset() {
+	*x = SeekResponse{}
+	mi := &file_setats_proto_msgTypes[49]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SeekResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SeekResponse) ProtoMessage() {}
+
+func (x *SeekResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_setats_proto_msgTypes[49]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SeekResponse.ProtoReflect.Descriptor instead.
+func (*SeekResponse) Descriptor() ([]byte, []int) {
+	return file_setats_proto_rawDescGZIP(), []int{49}
+}
+
+func (x *SeekResponse) GetId() int64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *SeekResponse) GetClusterId() string {
+	if x != nil {
+		return x.ClusterId
+	}
+	return ""
+}
+
+func (x *SeekResponse) GetFound() bool {
+	if x != nil {
+		return x.Found
+	}
+	return false
+}
+
+// CommitRequest commits a group's position (next id to read) on checkpoint completion.
+type CommitRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Channel       string                 `protobuf:"bytes,1,opt,name=channel,proto3" json:"channel,omitempty"`
+	Credentials   *ConsumerCredentials   `protobuf:"bytes,2,opt,name=credentials,proto3" json:"credentials,omitempty"`
+	NextId        int64                  `protobuf:"varint,3,opt,name=next_id,json=nextId,proto3" json:"next_id,omitempty"`
+	Checkpoint    string                 `protobuf:"bytes,4,opt,name=checkpoint,proto3" json:"checkpoint,omitempty"`
+	ClusterId     string                 `protobuf:"bytes,5,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CommitRequest) Reset() {
+	*x = CommitRequest{}
+	mi := &file_setats_proto_msgTypes[50]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CommitRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CommitRequest) ProtoMessage() {}
+
+func (x *CommitRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_setats_proto_msgTypes[50]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CommitRequest.ProtoReflect.Descriptor instead.
+func (*CommitRequest) Descriptor() ([]byte, []int) {
+	return file_setats_proto_rawDescGZIP(), []int{50}
+}
+
+func (x *CommitRequest) GetChannel() string {
+	if x != nil {
+		return x.Channel
+	}
+	return ""
+}
+
+func (x *CommitRequest) GetCredentials() *ConsumerCredentials {
+	if x != nil {
+		return x.Credentials
+	}
+	return nil
+}
+
+func (x *CommitRequest) GetNextId() int64 {
+	if x != nil {
+		return x.NextId
+	}
+	return 0
+}
+
+func (x *CommitRequest) GetCheckpoint() string {
+	if x != nil {
+		return x.Checkpoint
+	}
+	return ""
+}
+
+func (x *CommitRequest) GetClusterId() string {
+	if x != nil {
+		return x.ClusterId
+	}
+	return ""
+}
+
 var File_setats_proto protoreflect.FileDescriptor
 
 const file_setats_proto_rawDesc = "" +
@@ -3272,7 +4347,7 @@ const file_setats_proto_rawDesc = "" +
 	"\bposition\x18\x04 \x01(\x0e2\x18.setats.v1.StartPositionH\x00R\bposition\x12#\n" +
 	"\ftimestamp_ms\x18\x05 \x01(\x03H\x00R\vtimestampMs\x12\x16\n" +
 	"\x06follow\x18\x06 \x01(\bR\x06followB\a\n" +
-	"\x05start\"\xf4\x03\n" +
+	"\x05start\"\xa8\x04\n" +
 	"\x0fChangelogTicket\x123\n" +
 	"\acatalog\x18\x01 \x01(\v2\x19.setats.v1.CatalogContextR\acatalog\x12\x1a\n" +
 	"\bdatabase\x18\x02 \x01(\tR\bdatabase\x12\x14\n" +
@@ -3289,7 +4364,8 @@ const file_setats_proto_rawDesc = "" +
 	"\bsnapshot\x18\f \x01(\v2\x17.setats.v1.SnapshotReadR\bsnapshot\x12\x1d\n" +
 	"\n" +
 	"end_offset\x18\r \x01(\x03R\tendOffset\x12\x17\n" +
-	"\amax_key\x18\x0e \x01(\fR\x06maxKeyB\a\n" +
+	"\amax_key\x18\x0e \x01(\fR\x06maxKey\x122\n" +
+	"\achannel\x18( \x01(\v2\x18.setats.v1.ChannelTicketR\achannelB\a\n" +
 	"\x05start\"e\n" +
 	"\fSnapshotRead\x12\x1b\n" +
 	"\tafter_key\x18\x01 \x01(\fR\bafterKey\x12\x18\n" +
@@ -3461,7 +4537,94 @@ const file_setats_proto_rawDesc = "" +
 	"registered\x18\x0e \x01(\bR\n" +
 	"registered\">\n" +
 	"\x10ProgressResponse\x12*\n" +
-	"\x04rows\x18\x01 \x03(\v2\x16.setats.v1.ProgressRowR\x04rows*I\n" +
+	"\x04rows\x18\x01 \x03(\v2\x16.setats.v1.ProgressRowR\x04rows\"[\n" +
+	"\x13ConsumerCredentials\x12\x14\n" +
+	"\x05group\x18\x01 \x01(\tR\x05group\x12\x12\n" +
+	"\x04user\x18\x02 \x01(\tR\x04user\x12\x1a\n" +
+	"\bpassword\x18\x03 \x01(\tR\bpassword\"\xf9\x02\n" +
+	"\rChannelTicket\x12\x18\n" +
+	"\achannel\x18\x01 \x01(\tR\achannel\x12@\n" +
+	"\vcredentials\x18\x02 \x01(\v2\x1e.setats.v1.ConsumerCredentialsR\vcredentials\x12\x19\n" +
+	"\afrom_id\x18\x03 \x01(\x03H\x00R\x06fromId\x12#\n" +
+	"\ftimestamp_ms\x18\x04 \x01(\x03H\x00R\vtimestampMs\x126\n" +
+	"\bposition\x18\x05 \x01(\x0e2\x18.setats.v1.StartPositionH\x00R\bposition\x12\x16\n" +
+	"\x06follow\x18\x06 \x01(\bR\x06follow\x12$\n" +
+	"\x0emax_batch_rows\x18\a \x01(\x05R\fmaxBatchRows\x12\x1d\n" +
+	"\n" +
+	"cluster_id\x18\b \x01(\tR\tclusterId\x12.\n" +
+	"\x13reseek_timestamp_ms\x18\t \x01(\x03R\x11reseekTimestampMsB\a\n" +
+	"\x05start\"\xd6\x01\n" +
+	"\x14CreateChannelRequest\x12\x18\n" +
+	"\achannel\x18\x01 \x01(\tR\achannel\x12\x1d\n" +
+	"\n" +
+	"source_url\x18\x02 \x01(\tR\tsourceUrl\x12\x16\n" +
+	"\x06tables\x18\x03 \x03(\tR\x06tables\x12\x14\n" +
+	"\x05start\x18\x04 \x01(\tR\x05start\x12\x12\n" +
+	"\x04slot\x18\x05 \x01(\tR\x04slot\x12 \n" +
+	"\vpublication\x18\x06 \x01(\tR\vpublication\x12!\n" +
+	"\fretention_ms\x18\a \x01(\x03R\vretentionMs\"[\n" +
+	"\x0eChannelRequest\x12\x18\n" +
+	"\achannel\x18\x01 \x01(\tR\achannel\x12/\n" +
+	"\x14ignore_if_not_exists\x18\x02 \x01(\bR\x11ignoreIfNotExists\"\xdf\x03\n" +
+	"\vChannelInfo\x12\x18\n" +
+	"\achannel\x18\x01 \x01(\tR\achannel\x12\x1d\n" +
+	"\n" +
+	"source_url\x18\x02 \x01(\tR\tsourceUrl\x12\x1f\n" +
+	"\vsource_kind\x18\x03 \x01(\tR\n" +
+	"sourceKind\x12\x16\n" +
+	"\x06tables\x18\x04 \x03(\tR\x06tables\x12\x1d\n" +
+	"\n" +
+	"cluster_id\x18\x05 \x01(\tR\tclusterId\x12\x19\n" +
+	"\bfirst_id\x18\x06 \x01(\x03R\afirstId\x12\x17\n" +
+	"\anext_id\x18\a \x01(\x03R\x06nextId\x12'\n" +
+	"\x0fsource_position\x18\b \x01(\tR\x0esourcePosition\x12\x1b\n" +
+	"\tsource_up\x18\t \x01(\bR\bsourceUp\x12!\n" +
+	"\fsource_error\x18\n" +
+	" \x01(\tR\vsourceError\x12!\n" +
+	"\fretention_ms\x18\v \x01(\x03R\vretentionMs\x12\x1d\n" +
+	"\n" +
+	"created_ms\x18\f \x01(\x03R\tcreatedMs\x12*\n" +
+	"\x11last_timestamp_ms\x18\r \x01(\x03R\x0flastTimestampMs\x12\x12\n" +
+	"\x04slot\x18\x0e \x01(\tR\x04slot\x12 \n" +
+	"\vpublication\x18\x0f \x01(\tR\vpublication\"\x15\n" +
+	"\x13ListChannelsRequest\"J\n" +
+	"\x14ListChannelsResponse\x122\n" +
+	"\bchannels\x18\x01 \x03(\v2\x16.setats.v1.ChannelInfoR\bchannels\"t\n" +
+	"\x12CreateGroupRequest\x12\x18\n" +
+	"\achannel\x18\x01 \x01(\tR\achannel\x12\x14\n" +
+	"\x05group\x18\x02 \x01(\tR\x05group\x12\x12\n" +
+	"\x04user\x18\x03 \x01(\tR\x04user\x12\x1a\n" +
+	"\bpassword\x18\x04 \x01(\tR\bpassword\"\xcf\x01\n" +
+	"\tGroupInfo\x12\x18\n" +
+	"\achannel\x18\x01 \x01(\tR\achannel\x12\x14\n" +
+	"\x05group\x18\x02 \x01(\tR\x05group\x12\x14\n" +
+	"\x05users\x18\x03 \x03(\tR\x05users\x12!\n" +
+	"\fcommitted_id\x18\x04 \x01(\x03R\vcommittedId\x121\n" +
+	"\x14committed_checkpoint\x18\x05 \x01(\tR\x13committedCheckpoint\x12&\n" +
+	"\x0fcommitted_at_ms\x18\x06 \x01(\x03R\rcommittedAtMs\"B\n" +
+	"\x12ListGroupsResponse\x12,\n" +
+	"\x06groups\x18\x01 \x03(\v2\x14.setats.v1.GroupInfoR\x06groups\"\xef\x01\n" +
+	"\vSeekRequest\x12\x18\n" +
+	"\achannel\x18\x01 \x01(\tR\achannel\x12@\n" +
+	"\vcredentials\x18\x02 \x01(\v2\x1e.setats.v1.ConsumerCredentialsR\vcredentials\x12#\n" +
+	"\ftimestamp_ms\x18\x03 \x01(\x03H\x00R\vtimestampMs\x126\n" +
+	"\bposition\x18\x04 \x01(\x0e2\x18.setats.v1.StartPositionH\x00R\bposition\x12\x1e\n" +
+	"\tcommitted\x18\x05 \x01(\bH\x00R\tcommittedB\a\n" +
+	"\x05start\"S\n" +
+	"\fSeekResponse\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x1d\n" +
+	"\n" +
+	"cluster_id\x18\x02 \x01(\tR\tclusterId\x12\x14\n" +
+	"\x05found\x18\x03 \x01(\bR\x05found\"\xc3\x01\n" +
+	"\rCommitRequest\x12\x18\n" +
+	"\achannel\x18\x01 \x01(\tR\achannel\x12@\n" +
+	"\vcredentials\x18\x02 \x01(\v2\x1e.setats.v1.ConsumerCredentialsR\vcredentials\x12\x17\n" +
+	"\anext_id\x18\x03 \x01(\x03R\x06nextId\x12\x1e\n" +
+	"\n" +
+	"checkpoint\x18\x04 \x01(\tR\n" +
+	"checkpoint\x12\x1d\n" +
+	"\n" +
+	"cluster_id\x18\x05 \x01(\tR\tclusterId*I\n" +
 	"\rStartPosition\x12\x1e\n" +
 	"\x1aSTART_POSITION_UNSPECIFIED\x10\x00\x12\f\n" +
 	"\bEARLIEST\x10\x01\x12\n" +
@@ -3496,7 +4659,7 @@ func file_setats_proto_rawDescGZIP() []byte {
 }
 
 var file_setats_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_setats_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
+var file_setats_proto_msgTypes = make([]protoimpl.MessageInfo, 52)
 var file_setats_proto_goTypes = []any{
 	(StartPosition)(0),               // 0: setats.v1.StartPosition
 	(NotificationKind)(0),            // 1: setats.v1.NotificationKind
@@ -3539,11 +4702,24 @@ var file_setats_proto_goTypes = []any{
 	(*ConsumedResponse)(nil),         // 38: setats.v1.ConsumedResponse
 	(*ProgressRow)(nil),              // 39: setats.v1.ProgressRow
 	(*ProgressResponse)(nil),         // 40: setats.v1.ProgressResponse
-	nil,                              // 41: setats.v1.TableSpec.OptionsEntry
+	(*ConsumerCredentials)(nil),      // 41: setats.v1.ConsumerCredentials
+	(*ChannelTicket)(nil),            // 42: setats.v1.ChannelTicket
+	(*CreateChannelRequest)(nil),     // 43: setats.v1.CreateChannelRequest
+	(*ChannelRequest)(nil),           // 44: setats.v1.ChannelRequest
+	(*ChannelInfo)(nil),              // 45: setats.v1.ChannelInfo
+	(*ListChannelsRequest)(nil),      // 46: setats.v1.ListChannelsRequest
+	(*ListChannelsResponse)(nil),     // 47: setats.v1.ListChannelsResponse
+	(*CreateGroupRequest)(nil),       // 48: setats.v1.CreateGroupRequest
+	(*GroupInfo)(nil),                // 49: setats.v1.GroupInfo
+	(*ListGroupsResponse)(nil),       // 50: setats.v1.ListGroupsResponse
+	(*SeekRequest)(nil),              // 51: setats.v1.SeekRequest
+	(*SeekResponse)(nil),             // 52: setats.v1.SeekResponse
+	(*CommitRequest)(nil),            // 53: setats.v1.CommitRequest
+	nil,                              // 54: setats.v1.TableSpec.OptionsEntry
 }
 var file_setats_proto_depIdxs = []int32{
 	4,  // 0: setats.v1.TableSpec.columns:type_name -> setats.v1.Column
-	41, // 1: setats.v1.TableSpec.options:type_name -> setats.v1.TableSpec.OptionsEntry
+	54, // 1: setats.v1.TableSpec.options:type_name -> setats.v1.TableSpec.OptionsEntry
 	5,  // 2: setats.v1.TableInfo.spec:type_name -> setats.v1.TableSpec
 	3,  // 3: setats.v1.WriteCommand.catalog:type_name -> setats.v1.CatalogContext
 	5,  // 4: setats.v1.WriteCommand.create_if_absent:type_name -> setats.v1.TableSpec
@@ -3553,34 +4729,42 @@ var file_setats_proto_depIdxs = []int32{
 	3,  // 8: setats.v1.ChangelogTicket.catalog:type_name -> setats.v1.CatalogContext
 	0,  // 9: setats.v1.ChangelogTicket.position:type_name -> setats.v1.StartPosition
 	12, // 10: setats.v1.ChangelogTicket.snapshot:type_name -> setats.v1.SnapshotRead
-	3,  // 11: setats.v1.DatabaseRequest.catalog:type_name -> setats.v1.CatalogContext
-	3,  // 12: setats.v1.ListDatabasesRequest.catalog:type_name -> setats.v1.CatalogContext
-	3,  // 13: setats.v1.CreateTableRequest.catalog:type_name -> setats.v1.CatalogContext
-	5,  // 14: setats.v1.CreateTableRequest.spec:type_name -> setats.v1.TableSpec
-	3,  // 15: setats.v1.TableRequest.catalog:type_name -> setats.v1.CatalogContext
-	3,  // 16: setats.v1.ListTablesRequest.catalog:type_name -> setats.v1.CatalogContext
-	8,  // 17: setats.v1.ListBucketsResponse.buckets:type_name -> setats.v1.BucketOffsets
-	3,  // 18: setats.v1.LookupOffsetsRequest.catalog:type_name -> setats.v1.CatalogContext
-	0,  // 19: setats.v1.LookupOffsetsRequest.position:type_name -> setats.v1.StartPosition
-	24, // 20: setats.v1.LookupOffsetsResponse.offsets:type_name -> setats.v1.ResolvedOffset
-	3,  // 21: setats.v1.WatchRequest.catalog:type_name -> setats.v1.CatalogContext
-	1,  // 22: setats.v1.Notification.kind:type_name -> setats.v1.NotificationKind
-	3,  // 23: setats.v1.SlotRequest.catalog:type_name -> setats.v1.CatalogContext
-	3,  // 24: setats.v1.AcquireSlotRequest.catalog:type_name -> setats.v1.CatalogContext
-	3,  // 25: setats.v1.RegisterSyncPointRequest.catalog:type_name -> setats.v1.CatalogContext
-	30, // 26: setats.v1.RegisterSyncPointRequest.points:type_name -> setats.v1.SyncPointPosition
-	2,  // 27: setats.v1.SlotInfo.status:type_name -> setats.v1.SlotStatus
-	32, // 28: setats.v1.SlotInfo.buckets:type_name -> setats.v1.SlotBucket
-	33, // 29: setats.v1.ListSlotsResponse.slots:type_name -> setats.v1.SlotInfo
-	35, // 30: setats.v1.SyncPointResponse.buckets:type_name -> setats.v1.BucketSyncPoint
-	37, // 31: setats.v1.ConsumedResponse.buckets:type_name -> setats.v1.BucketConsumed
-	2,  // 32: setats.v1.ProgressRow.status:type_name -> setats.v1.SlotStatus
-	39, // 33: setats.v1.ProgressResponse.rows:type_name -> setats.v1.ProgressRow
-	34, // [34:34] is the sub-list for method output_type
-	34, // [34:34] is the sub-list for method input_type
-	34, // [34:34] is the sub-list for extension type_name
-	34, // [34:34] is the sub-list for extension extendee
-	0,  // [0:34] is the sub-list for field type_name
+	42, // 11: setats.v1.ChangelogTicket.channel:type_name -> setats.v1.ChannelTicket
+	3,  // 12: setats.v1.DatabaseRequest.catalog:type_name -> setats.v1.CatalogContext
+	3,  // 13: setats.v1.ListDatabasesRequest.catalog:type_name -> setats.v1.CatalogContext
+	3,  // 14: setats.v1.CreateTableRequest.catalog:type_name -> setats.v1.CatalogContext
+	5,  // 15: setats.v1.CreateTableRequest.spec:type_name -> setats.v1.TableSpec
+	3,  // 16: setats.v1.TableRequest.catalog:type_name -> setats.v1.CatalogContext
+	3,  // 17: setats.v1.ListTablesRequest.catalog:type_name -> setats.v1.CatalogContext
+	8,  // 18: setats.v1.ListBucketsResponse.buckets:type_name -> setats.v1.BucketOffsets
+	3,  // 19: setats.v1.LookupOffsetsRequest.catalog:type_name -> setats.v1.CatalogContext
+	0,  // 20: setats.v1.LookupOffsetsRequest.position:type_name -> setats.v1.StartPosition
+	24, // 21: setats.v1.LookupOffsetsResponse.offsets:type_name -> setats.v1.ResolvedOffset
+	3,  // 22: setats.v1.WatchRequest.catalog:type_name -> setats.v1.CatalogContext
+	1,  // 23: setats.v1.Notification.kind:type_name -> setats.v1.NotificationKind
+	3,  // 24: setats.v1.SlotRequest.catalog:type_name -> setats.v1.CatalogContext
+	3,  // 25: setats.v1.AcquireSlotRequest.catalog:type_name -> setats.v1.CatalogContext
+	3,  // 26: setats.v1.RegisterSyncPointRequest.catalog:type_name -> setats.v1.CatalogContext
+	30, // 27: setats.v1.RegisterSyncPointRequest.points:type_name -> setats.v1.SyncPointPosition
+	2,  // 28: setats.v1.SlotInfo.status:type_name -> setats.v1.SlotStatus
+	32, // 29: setats.v1.SlotInfo.buckets:type_name -> setats.v1.SlotBucket
+	33, // 30: setats.v1.ListSlotsResponse.slots:type_name -> setats.v1.SlotInfo
+	35, // 31: setats.v1.SyncPointResponse.buckets:type_name -> setats.v1.BucketSyncPoint
+	37, // 32: setats.v1.ConsumedResponse.buckets:type_name -> setats.v1.BucketConsumed
+	2,  // 33: setats.v1.ProgressRow.status:type_name -> setats.v1.SlotStatus
+	39, // 34: setats.v1.ProgressResponse.rows:type_name -> setats.v1.ProgressRow
+	41, // 35: setats.v1.ChannelTicket.credentials:type_name -> setats.v1.ConsumerCredentials
+	0,  // 36: setats.v1.ChannelTicket.position:type_name -> setats.v1.StartPosition
+	45, // 37: setats.v1.ListChannelsResponse.channels:type_name -> setats.v1.ChannelInfo
+	49, // 38: setats.v1.ListGroupsResponse.groups:type_name -> setats.v1.GroupInfo
+	41, // 39: setats.v1.SeekRequest.credentials:type_name -> setats.v1.ConsumerCredentials
+	0,  // 40: setats.v1.SeekRequest.position:type_name -> setats.v1.StartPosition
+	41, // 41: setats.v1.CommitRequest.credentials:type_name -> setats.v1.ConsumerCredentials
+	42, // [42:42] is the sub-list for method output_type
+	42, // [42:42] is the sub-list for method input_type
+	42, // [42:42] is the sub-list for extension type_name
+	42, // [42:42] is the sub-list for extension extendee
+	0,  // [0:42] is the sub-list for field type_name
 }
 
 func init() { file_setats_proto_init() }
@@ -3601,13 +4785,23 @@ func file_setats_proto_init() {
 		(*LookupOffsetsRequest_Position)(nil),
 		(*LookupOffsetsRequest_TimestampMs)(nil),
 	}
+	file_setats_proto_msgTypes[39].OneofWrappers = []any{
+		(*ChannelTicket_FromId)(nil),
+		(*ChannelTicket_TimestampMs)(nil),
+		(*ChannelTicket_Position)(nil),
+	}
+	file_setats_proto_msgTypes[48].OneofWrappers = []any{
+		(*SeekRequest_TimestampMs)(nil),
+		(*SeekRequest_Position)(nil),
+		(*SeekRequest_Committed)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_setats_proto_rawDesc), len(file_setats_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   39,
+			NumMessages:   52,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

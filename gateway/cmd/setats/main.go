@@ -3,6 +3,7 @@
 //	setats serve [flags]         start a gateway (every flag optional; each also read from SETATS_<FLAG>)
 //	setats user hash-password    read a password on stdin, print its bcrypt hash (users file)
 //	setats binlog ...            the table binlog functions (slots, sync points, progress; binlog.go)
+//	setats subscription          manage subscription channels and consumer groups (Flight client)
 //	setats version               print the version
 //
 // `setats serve` runs until SIGTERM or SIGINT, then shuts down gracefully (in-flight writes are
@@ -33,6 +34,8 @@ commands:
   serve                start a gateway (Arrow Flight, admin HTTP, NATS); 'setats serve -h' lists the flags
   user hash-password   read a password on stdin (one line) and print its bcrypt hash for --users-file
   binlog <command>     table binlog functions: sync-point, register-sync-point, changes, consumed, progress, slots, drop-slot
+  subscription         create, list, describe, drop subscription channels and consumer groups
+                       ('setats subscription -h')
   version              print the version
 `
 
@@ -52,6 +55,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return user(args[1:], os.Stdin, stdout, stderr)
 	case "binlog":
 		return binlogCmd(args[1:], stdout, stderr)
+	case "subscription":
+		return subscription(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

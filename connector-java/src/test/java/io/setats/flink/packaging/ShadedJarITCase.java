@@ -66,11 +66,13 @@ class ShadedJarITCase {
         assertThat(services.lines().map(String::trim).filter(l -> !l.isEmpty() && !l.startsWith("#")))
                 .containsExactlyInAnyOrder(
                         "io.setats.flink.table.SetatsDynamicTableSinkFactory",
-                        "io.setats.flink.table.SetatsCdcDynamicTableSourceFactory");
+                        "io.setats.flink.table.SetatsCdcDynamicTableSourceFactory",
+                        "io.setats.flink.dts.table.DtsDynamicTableFactory");
         assertThat(entries)
                 .contains(
                         "io/setats/flink/table/SetatsDynamicTableSinkFactory.class",
-                        "io/setats/flink/table/SetatsCdcDynamicTableSourceFactory.class");
+                        "io/setats/flink/table/SetatsCdcDynamicTableSourceFactory.class",
+                        "io/setats/flink/dts/table/DtsDynamicTableFactory.class");
     }
 
     @Test
@@ -142,13 +144,14 @@ class ShadedJarITCase {
             Set<String> ids = new HashSet<>();
             for (String name : new String[] {
                 "io.setats.flink.table.SetatsDynamicTableSinkFactory",
-                "io.setats.flink.table.SetatsCdcDynamicTableSourceFactory"
+                "io.setats.flink.table.SetatsCdcDynamicTableSourceFactory",
+                "io.setats.flink.dts.table.DtsDynamicTableFactory"
             }) {
                 Object f = loader.loadClass(name).getConstructor().newInstance();
                 assertThat(f).isInstanceOf(Factory.class);
                 ids.add(((Factory) f).factoryIdentifier());
             }
-            assertThat(ids).containsExactlyInAnyOrder("setats", "setats-cdc");
+            assertThat(ids).containsExactlyInAnyOrder("setats", "setats-cdc", "dts");
         }
     }
 

@@ -16,7 +16,7 @@ import java.util.function.BooleanSupplier;
  * close()}. A producer waits only while its own {@code open} condition holds and the handover is
  * not closed; {@link #releaseProducers()} makes every waiting producer re-check.
  */
-final class Handover {
+public final class Handover {
 
     private final int capacity;
     private final ArrayDeque<Object> items = new ArrayDeque<>();
@@ -25,7 +25,7 @@ final class Handover {
     private final Condition notFull = lock.newCondition();
     private boolean closed;
 
-    Handover(int capacity) {
+    public Handover(int capacity) {
         if (capacity <= 0) {
             throw new IllegalArgumentException("capacity must be positive, got " + capacity);
         }
@@ -37,7 +37,7 @@ final class Handover {
      *
      * @return false (item dropped) when {@code open} turned false or the handover was closed
      */
-    boolean put(Object item, BooleanSupplier open) throws InterruptedException {
+    public boolean put(Object item, BooleanSupplier open) throws InterruptedException {
         lock.lock();
         try {
             while (items.size() >= capacity && !closed && open.getAsBoolean()) {
@@ -55,7 +55,7 @@ final class Handover {
     }
 
     /** Adds {@code item} even when full (wake-up markers); no-op after {@link #close()}. */
-    void add(Object item) {
+    public void add(Object item) {
         lock.lock();
         try {
             if (!closed) {
@@ -68,7 +68,7 @@ final class Handover {
     }
 
     /** Takes the oldest item, waiting while empty. */
-    Object take() throws InterruptedException {
+    public Object take() throws InterruptedException {
         lock.lock();
         try {
             while (items.isEmpty()) {
@@ -83,7 +83,7 @@ final class Handover {
     }
 
     /** Makes every waiting producer re-check its open condition. */
-    void releaseProducers() {
+    public void releaseProducers() {
         lock.lock();
         try {
             notFull.signalAll();
@@ -93,7 +93,7 @@ final class Handover {
     }
 
     /** Drops every item and releases all producers for good. */
-    void close() {
+    public void close() {
         lock.lock();
         try {
             closed = true;
@@ -104,7 +104,7 @@ final class Handover {
         }
     }
 
-    int size() {
+    public int size() {
         lock.lock();
         try {
             return items.size();

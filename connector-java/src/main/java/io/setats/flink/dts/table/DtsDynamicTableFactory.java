@@ -1,0 +1,81 @@
+package io.setats.flink.dts.table;
+
+import io.setats.flink.dts.DtsConfig;
+import io.setats.flink.dts.format.DtsTableFilter;
+
+import org.apache.flink.configuration.ConfigOption;
+import org.apache.flink.configuration.ReadableConfig;
+import org.apache.flink.table.api.ValidationException;
+import org.apache.flink.table.connector.source.DynamicTableSource;
+import org.apache.flink.table.factories.DynamicTableSourceFactory;
+import org.apache.flink.table.factories.FactoryUtil;
+import org.apache.flink.table.types.DataType;
+
+import java.util.HashSet;
+import java.util.Set;
+
+/**
+ * Factory of the {@code dts} SQL source (seed {@code dts-flink-connector.txt}, SPEC section 11).
+ * Options: {@code dts.server}, {@code topic}, {@code dts.sid}, {@code dts.user}, {@code
+ * dts.password} (required), {@code dts.checkpoint} (unix seconds), {@code format} = {@code
+ * dts-cdc} (required) and {@code dts-cdc.table.name}.
+ */
+public final class DtsDynamicTableFactory implements DynamicTableSourceFactory {
+
+    @Override
+    public String factoryIdentifier() {
+        return DtsOptions.IDENTIFIER;
+    }
+
+    @Override
+    public Set<ConfigOption<?>> requiredOptions() {
+        Set<ConfigOption<?>> s = new HashSet<>();
+        s.add(DtsOptions.SERVER);
+        s.add(DtsOptions.TOPIC);
+        s.add(DtsOptions.SID);
+        s.add(DtsOptions.USER);
+        s.add(DtsOptions.PASSWORD);
+        s.add(DtsOptions.FORMAT);
+        return s;
+    }
+
+    @Override
+    public Set<ConfigOption<?>> optionalOptions() {
+        Set<ConfigOption<?>> s = new HashSet<>();
+        s.add(DtsOptions.CHECKPOINT);
+        s.add(DtsOptions.TABLE_NAME);
+        return s;
+    }
+
+    @Override
+    public DynamicTableSource createDynamicTableSource(Context context) {
+        FactoryUtil.TableFactoryHelper helper = FactoryUtil.createTableFactoryHelper(this, context);
+        helper.validate();
+        ReadableConfig o = helper.getOptions();
+        if (!DtsOptions.FORMAT_DTS_CDC.equals(o.get(DtsOptions.FORMAT))) {
+            throw new ValidationException("Option 'format' of the dts connector must be 'dts-cdc', got '" + o.get(DtsOptions.FORMAT) + "'");
+        }
+        Long checkpoint = null;
+        String cp = o.get(DtsOptions.CHECKPOINT);
+        if (cp != null && !cp.trim().isEmpty()) {
+            try {
+                checkpoint = Long.parseLong(cp.trim());
+            } catch (NumberFormatException e) {
+                throw new ValidationException("Option 'dts.checkpoint' must be a unix time in seconds, got '" + cp + "'");
+            }
+            if (checkpoint < 0) {
+                throw new ValidationException("Option 'dts.checkpoint' must not be negative, got " + checkpoint);
+            }
+        }
+        DtsTableFilter filter;
+        try {
+            filter = DtsTableFilter.parse(o.get(DtsOptions.TABLE_NAME));
+        } catch (IllegalArgumentException e) {
+            throw new ValidationException("Option 'dts-cdc.table.name': " + e.getMessage(), e);
+        }
+        DtsConfig config = new DtsConfig(o.get(DtsOptions.SERVER), o.get(DtsOptions.TOPIC), o.get(DtsOptions.SID),
+                o.get(DtsOptions.USER), o.get(DtsOptions.PASSWORD), checkpoint);
+        DataType physical = context.getCatalogTable().getResolvedSchema().toPhysicalRowDataType();
+        return new DtsDynamicTableSource(config, filter, physical);
+    }
+}

@@ -1,0 +1,34 @@
+package io.setats.flink.dts.table;
+
+import org.apache.flink.configuration.ConfigOption;
+import org.apache.flink.configuration.ConfigOptions;
+
+/** Options of the {@code dts} SQL connector, as the seed names them (SPEC section 11). */
+public final class DtsOptions {
+    private DtsOptions() {}
+
+    public static final String IDENTIFIER = "dts";
+    public static final String FORMAT_DTS_CDC = "dts-cdc";
+
+    // ------------------------------------------------------------------ connection and consumer
+
+    public static final ConfigOption<String> SERVER = ConfigOptions.key("dts.server").stringType().noDefaultValue()
+            .withDescription("Gateway address: host:port or grpc://host:port.");
+    public static final ConfigOption<String> TOPIC = ConfigOptions.key("topic").stringType().noDefaultValue()
+            .withDescription("The subscription channel to read.");
+    public static final ConfigOption<String> SID = ConfigOptions.key("dts.sid").stringType().noDefaultValue()
+            .withDescription("Consumer group of the channel.");
+    public static final ConfigOption<String> USER = ConfigOptions.key("dts.user").stringType().noDefaultValue()
+            .withDescription("User of the consumer group.");
+    public static final ConfigOption<String> PASSWORD = ConfigOptions.key("dts.password").stringType().noDefaultValue()
+            .withDescription("Password of the user.");
+    public static final ConfigOption<String> CHECKPOINT = ConfigOptions.key("dts.checkpoint").stringType().noDefaultValue()
+            .withDescription("Start at the first record at or after this time, unix seconds, when the group has no committed position.");
+
+    // ------------------------------------------------------------------ format
+
+    public static final ConfigOption<String> FORMAT = ConfigOptions.key("format").stringType().noDefaultValue()
+            .withDescription("Must be 'dts-cdc'.");
+    public static final ConfigOption<String> TABLE_NAME = ConfigOptions.key("dts-cdc.table.name").stringType().noDefaultValue()
+            .withDescription("Table(s) to read: db.table, a comma list, or regexes; empty = every table of the channel.");
+}
