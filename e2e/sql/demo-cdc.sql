@@ -18,6 +18,8 @@ CREATE TABLE `demo_setats_table1` (
   'catalog-database' = 'testdb',
   'catalog-table' = 'demo_setats_table1',
   'manager-url' = '${SETATS_MANAGER_URL}',
+  'username' = '${SETATS_USERNAME:-}',
+  'password' = '${SETATS_PASSWORD:-}',
   'bucket.discovery-interval' = '30s',
   'startup.mode' = 'earliest'
 );

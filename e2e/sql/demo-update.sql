@@ -24,6 +24,8 @@ CREATE TABLE `setats_partial_sink` (
 ) PARTITIONED BY (`dt`) WITH (
   'connector' = 'setats',
   'manager-url' = '${SETATS_MANAGER_URL}',
+  'username' = '${SETATS_USERNAME:-}',
+  'password' = '${SETATS_PASSWORD:-}',
   'catalog-type' = 'hadoop',
   'catalog-name' = 'setats',
   'catalog-database' = 'testdb',

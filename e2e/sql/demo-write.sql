@@ -1,6 +1,7 @@
 -- The seed's write job (Flink streaming write, setats-flink-write), run by `make demo`.
 -- Placeholders filled: manager-url and warehouse come from the environment (${SETATS_MANAGER_URL},
--- ${SETATS_WAREHOUSE}); catalog-type 'hadoop' (metadata under the warehouse), so no 'uri'; the
+-- ${SETATS_WAREHOUSE}), and so do username and password (SETATS_USERNAME, SETATS_PASSWORD; unset:
+-- anonymous, for a gateway without users file); catalog-type 'hadoop' (metadata under the warehouse), so no 'uri'; the
 -- table lives at its default location <warehouse>/testdb.db/demo_setats_table1, which the sink
 -- creates from this DDL on its first write.
 -- Bounded: the datagen source stops after ${DEMO_ROWS} rows (ids 0, 1, 2, ...): one +I each.
@@ -33,6 +34,8 @@ CREATE TABLE `demo_setats_table1` (
 ) PARTITIONED BY (`dt`) WITH (
   'connector' = 'setats',
   'manager-url' = '${SETATS_MANAGER_URL}',
+  'username' = '${SETATS_USERNAME:-}',
+  'password' = '${SETATS_PASSWORD:-}',
   'catalog-type' = 'hadoop',
   'catalog-name' = 'setats',
   'catalog-database' = 'testdb',

@@ -32,8 +32,22 @@ def test_gateway_builds_from_the_dockerfile_and_uses_the_nats_service(compose):
     assert (REPO / gw["build"]["context"] / gw["build"]["dockerfile"]) == DOCKERFILE
     cmd = gw["command"]
     assert cmd[0] == "serve"
-    assert cmd[cmd.index("--nats-url") + 1] == "nats://nats:4222"
-    assert "4222" in " ".join(compose["services"]["nats"]["command"])
+    assert cmd[cmd.index("--nats-url") + 1] == "nats://setats:${NATS_PASSWORD:-change-me-nats}@nats:4222"
+    nats = compose["services"]["nats"]
+    assert "4222" in " ".join(nats["command"])
+    # SPEC section 14: NATS is not published and needs the password the gateway has.
+    assert "ports" not in nats
+    assert nats["command"][nats["command"].index("--pass") + 1] == "${NATS_PASSWORD:-change-me-nats}"
+    # The gateway listens beyond loopback, so it has a users file, mounted from the repository.
+    assert cmd[cmd.index("--flight-addr") + 1] == ":8815"
+    users = cmd[cmd.index("--users-file") + 1]
+    mount = [v for v in gw["volumes"] if v.split(":")[1] == users]
+    assert len(mount) == 1 and (REPO / mount[0].split(":")[0]).exists()
+    text = (REPO / mount[0].split(":")[0]).read_text()
+    users_yaml = yaml.safe_load(text)
+    names = [u["name"] for u in users_yaml["users"]]
+    assert compose["services"]["sql-client"]["environment"]["SETATS_USERNAME"] in names
+    assert all(u["password"].startswith("$2") for u in users_yaml["users"])
     warehouse = cmd[cmd.index("--warehouse") + 1]
     # The connector's 'warehouse' must equal the gateway's (SPEC section 2).
     env = compose["services"]["sql-client"]["environment"]
@@ -100,6 +114,7 @@ def test_sql_client_fills_every_placeholder(compose, tmp_path):
                              capture_output=True, text=True, check=True).stdout
         assert "${" not in out, name
         assert "'grpc://setats:8815'" in out and "'file:///var/lib/setats/warehouse'" in out, name
+        assert "'username' = 'etl'" in out and "'password' = 'setats-demo'" in out, name
     # An unset variable stops the script instead of submitting broken SQL.
     bad = tmp_path / "bad.sql"
     bad.write_text("SELECT '${NOT_SET_ANYWHERE}';")

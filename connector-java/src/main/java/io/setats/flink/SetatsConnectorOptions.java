@@ -37,6 +37,36 @@ public final class SetatsConnectorOptions {
                             "Address of the Setats gateway (the 'Setats Manager'): grpc://host:port, "
                                     + "grpc+tls://host:port or host:port.");
 
+    /** User of the gateway's users file (SPEC section 14); with {@link #PASSWORD}. */
+    public static final ConfigOption<String> USERNAME =
+            ConfigOptions.key("username")
+                    .stringType()
+                    .noDefaultValue()
+                    .withDescription(
+                            "User of the gateway's --users-file; sent as HTTP Basic credentials on "
+                                    + "every call, with 'password'. Unset: anonymous (only a "
+                                    + "gateway without users file accepts that).");
+
+    /** Password of {@link #USERNAME}. */
+    public static final ConfigOption<String> PASSWORD =
+            ConfigOptions.key("password")
+                    .stringType()
+                    .noDefaultValue()
+                    .withDescription(
+                            "Password of 'username'. Use grpc+tls:// so that it never crosses the "
+                                    + "network in clear.");
+
+    /** PEM file of CA certificates for grpc+tls:// (default: the JVM's trust store). */
+    public static final ConfigOption<String> TLS_CA_CERT =
+            ConfigOptions.key("tls.ca-cert")
+                    .stringType()
+                    .noDefaultValue()
+                    .withDescription(
+                            "Path of a PEM file with the CA certificate(s) that signed the "
+                                    + "gateway's --tls-cert, on every TaskManager and the client. "
+                                    + "Only with 'manager-url' = 'grpc+tls://...'. Default: the "
+                                    + "JVM's trust store.");
+
     /** Warehouse URI; must equal the gateway's warehouse. */
     public static final ConfigOption<String> WAREHOUSE =
             ConfigOptions.key("warehouse")

@@ -3,10 +3,12 @@ package io.setats.flink;
 import io.setats.flink.SetatsConnectorOptions.CatalogType;
 import io.setats.flink.SetatsConnectorOptions.MergeEngine;
 import io.setats.flink.SetatsConnectorOptions.StartupMode;
+import io.setats.flink.client.ConnectionOptions;
 import io.setats.flink.client.ManagerUrl;
 import io.setats.proto.v1.CatalogContext;
 import io.setats.proto.v1.TableSpec;
 
+import org.apache.flink.configuration.ConfigOption;
 import org.apache.flink.configuration.ReadableConfig;
 import org.apache.flink.table.api.ValidationException;
 
@@ -27,6 +29,9 @@ import static io.setats.flink.SetatsConnectorOptions.CATALOG_TABLE;
 import static io.setats.flink.SetatsConnectorOptions.CATALOG_TYPE;
 import static io.setats.flink.SetatsConnectorOptions.MANAGER_URL;
 import static io.setats.flink.SetatsConnectorOptions.MERGE_ENGINE;
+import static io.setats.flink.SetatsConnectorOptions.PASSWORD;
+import static io.setats.flink.SetatsConnectorOptions.TLS_CA_CERT;
+import static io.setats.flink.SetatsConnectorOptions.USERNAME;
 import static io.setats.flink.SetatsConnectorOptions.SINK_BUFFER_BYTES;
 import static io.setats.flink.SetatsConnectorOptions.SINK_BUFFER_ROWS;
 import static io.setats.flink.SetatsConnectorOptions.SINK_FLUSH_INTERVAL;
@@ -53,7 +58,7 @@ public final class SetatsOptionsUtil {
      * syntax, and 'uri' required with catalog-type hive.
      */
     public static void validateCommon(ReadableConfig config) {
-        managerUrl(config);
+        connectionOptions(config);
         if (config.get(CATALOG_TYPE) == CatalogType.hive) {
             String uri = config.getOptional(URI).orElse("").trim();
             if (uri.isEmpty()) {
@@ -82,6 +87,32 @@ public final class SetatsOptionsUtil {
             throw new ValidationException(
                     "Invalid value for option '" + MANAGER_URL.key() + "': " + e.getMessage(), e);
         }
+    }
+
+    /**
+     * The connection options of 'manager-url', 'username', 'password' and 'tls.ca-cert' (SPEC
+     * section 14), the one place every factory takes them from.
+     *
+     * @throws ValidationException naming the options when the combination is wrong
+     */
+    public static ConnectionOptions connectionOptions(ReadableConfig config) {
+        ManagerUrl url = managerUrl(config);
+        try {
+            return ConnectionOptions.builder()
+                    .managerUrl(url)
+                    .credentials(
+                            config.getOptional(USERNAME).orElse(null),
+                            config.getOptional(PASSWORD).orElse(null))
+                    .tlsCaCert(config.getOptional(TLS_CA_CERT).orElse(null))
+                    .build();
+        } catch (IllegalArgumentException e) {
+            throw new ValidationException("Invalid connection options: " + e.getMessage(), e);
+        }
+    }
+
+    /** The optional connection options every factory declares ('username', 'password', 'tls.ca-cert'). */
+    public static Set<ConfigOption<?>> connectionOptionalOptions() {
+        return new LinkedHashSet<>(Arrays.asList(USERNAME, PASSWORD, TLS_CA_CERT));
     }
 
     /** The CatalogContext sent with every request (warehouse, catalog-type, catalog-name, uri). */

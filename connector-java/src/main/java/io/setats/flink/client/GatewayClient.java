@@ -35,6 +35,7 @@ import io.grpc.ForwardingClientCallListener;
 import io.grpc.Metadata;
 import io.grpc.MethodDescriptor;
 import io.grpc.Status;
+import io.grpc.netty.GrpcSslContexts;
 import io.grpc.netty.NettyChannelBuilder;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.nio.NioEventLoopGroup;
@@ -55,6 +56,9 @@ import org.apache.arrow.vector.VectorSchemaRoot;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import javax.net.ssl.SSLException;
+
+import java.io.File;
 import java.net.URI;
 import java.nio.file.Paths;
 import java.util.ArrayList;
@@ -105,6 +109,7 @@ public final class GatewayClient implements AutoCloseable {
     public static final long ACTION_TIMEOUT_MS = 60_000;
 
     private final ManagerUrl url;
+    private final ConnectionOptions connection;
     private final CatalogContext catalog;
     private final BufferAllocator allocator;
     private final boolean ownsAllocator;
@@ -114,7 +119,12 @@ public final class GatewayClient implements AutoCloseable {
     private final EventLoopGroup eventLoop;
 
     private GatewayClient(
-            ManagerUrl url, CatalogContext catalog, BufferAllocator allocator, boolean owns) {
+            ConnectionOptions connection,
+            CatalogContext catalog,
+            BufferAllocator allocator,
+            boolean owns) {
+        this.connection = connection;
+        ManagerUrl url = connection.managerUrl();
         this.url = url;
         this.catalog = catalog == null ? CatalogContext.getDefaultInstance() : catalog;
         this.allocator = allocator;
@@ -134,8 +144,30 @@ public final class GatewayClient implements AutoCloseable {
                         .eventLoopGroup(eventLoop)
                         .channelType(NioSocketChannel.class)
                         .intercept(new GrpcCodeInterceptor());
+        if (connection.hasCredentials()) {
+            // HTTP Basic credentials on every call (SPEC section 14); interceptors run in reverse
+            // order of registration, so this one adds the header before the code interceptor.
+            channel.intercept(new BasicAuthInterceptor(connection.basicAuthorization()));
+        }
         if (url.tls()) {
             channel.useTransportSecurity();
+            if (connection.tlsCaCert() != null) {
+                try {
+                    channel.sslContext(
+                            GrpcSslContexts.forClient()
+                                    .trustManager(new File(connection.tlsCaCert()))
+                                    .build());
+                } catch (SSLException | IllegalArgumentException e) {
+                    executor.shutdown();
+                    eventLoop.shutdownGracefully(0, 1, TimeUnit.SECONDS);
+                    throw new IllegalArgumentException(
+                            "option 'tls.ca-cert' = '"
+                                    + connection.tlsCaCert()
+                                    + "': not a readable PEM file of CA certificates: "
+                                    + e.getMessage(),
+                            e);
+                }
+            }
         } else {
             channel.usePlaintext();
         }
@@ -150,18 +182,40 @@ public final class GatewayClient implements AutoCloseable {
      * @throws IllegalArgumentException when managerUrl is malformed
      */
     public static GatewayClient connect(String managerUrl, CatalogContext catalog) {
-        return new GatewayClient(
-                ManagerUrl.parse(managerUrl), catalog, new RootAllocator(Long.MAX_VALUE), true);
+        return connect(ConnectionOptions.of(managerUrl), catalog);
+    }
+
+    /**
+     * Connects with the given connection options (manager-url, credentials, TLS CA) and a new
+     * root allocator owned by the client. No call is made yet: the first call reveals an
+     * unreachable gateway (UNAVAILABLE) or refused credentials (UNAUTHENTICATED).
+     *
+     * @throws IllegalArgumentException when tls.ca-cert is not a readable PEM file
+     */
+    public static GatewayClient connect(ConnectionOptions connection, CatalogContext catalog) {
+        return new GatewayClient(connection, catalog, new RootAllocator(Long.MAX_VALUE), true);
     }
 
     /** Connects with a caller-owned allocator (not closed by {@link #close()}). */
     public static GatewayClient connect(
             ManagerUrl managerUrl, CatalogContext catalog, BufferAllocator allocator) {
-        return new GatewayClient(managerUrl, catalog, allocator, false);
+        return connect(
+                ConnectionOptions.builder().managerUrl(managerUrl).build(), catalog, allocator);
+    }
+
+    /** Connects with connection options and a caller-owned allocator. */
+    public static GatewayClient connect(
+            ConnectionOptions connection, CatalogContext catalog, BufferAllocator allocator) {
+        return new GatewayClient(connection, catalog, allocator, false);
     }
 
     public ManagerUrl url() {
         return url;
+    }
+
+    /** The connection options this client was built with. */
+    public ConnectionOptions connection() {
+        return connection;
     }
 
     public CatalogContext catalog() {
@@ -557,6 +611,32 @@ public final class GatewayClient implements AutoCloseable {
     /** Trailer key carrying the call's gRPC status code name for {@link SetatsGatewayException}. */
     static final Metadata.Key<String> GRPC_CODE_KEY =
             Metadata.Key.of("x-setats-grpc-code", Metadata.ASCII_STRING_MARSHALLER);
+
+    /** The {@code authorization} header of every call. */
+    static final Metadata.Key<String> AUTHORIZATION_KEY =
+            Metadata.Key.of("authorization", Metadata.ASCII_STRING_MARSHALLER);
+
+    /** Adds HTTP Basic credentials to every call. */
+    private static final class BasicAuthInterceptor implements ClientInterceptor {
+        private final String header;
+
+        BasicAuthInterceptor(String header) {
+            this.header = header;
+        }
+
+        @Override
+        public <ReqT, RespT> ClientCall<ReqT, RespT> interceptCall(
+                MethodDescriptor<ReqT, RespT> method, CallOptions callOptions, Channel next) {
+            return new ForwardingClientCall.SimpleForwardingClientCall<ReqT, RespT>(
+                    next.newCall(method, callOptions)) {
+                @Override
+                public void start(Listener<RespT> listener, Metadata headers) {
+                    headers.put(AUTHORIZATION_KEY, header);
+                    super.start(listener, headers);
+                }
+            };
+        }
+    }
 
     /** Copies each failed call's gRPC status code into its trailers ({@link #GRPC_CODE_KEY}). */
     private static final class GrpcCodeInterceptor implements ClientInterceptor {

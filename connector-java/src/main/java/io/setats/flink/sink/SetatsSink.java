@@ -1,6 +1,7 @@
 package io.setats.flink.sink;
 
 import io.setats.flink.SetatsConnectorOptions.MergeEngine;
+import io.setats.flink.client.ConnectionOptions;
 import io.setats.flink.client.GatewayClient;
 import io.setats.flink.sink.serializer.SetatsRecordSerializer;
 import io.setats.flink.sink.writer.SetatsSinkWriter;
@@ -47,7 +48,7 @@ public final class SetatsSink<IN> implements Sink<IN>, SupportsPreWriteTopology<
 
     private static final long serialVersionUID = 1L;
 
-    private final String managerUrl;
+    private final ConnectionOptions connection;
     private final String warehouse;
     private final String catalogType;
     private final String catalogName;
@@ -74,7 +75,7 @@ public final class SetatsSink<IN> implements Sink<IN>, SupportsPreWriteTopology<
     private SetatsTableLayout layout;
 
     SetatsSink(SetatsSinkBuilder<IN> b) {
-        this.managerUrl = b.managerUrl;
+        this.connection = b.connection;
         this.warehouse = b.warehouse;
         this.catalogType = b.catalogType;
         this.catalogName = b.catalogName;
@@ -146,7 +147,7 @@ public final class SetatsSink<IN> implements Sink<IN>, SupportsPreWriteTopology<
      * @throws io.setats.flink.client.SetatsGatewayException on a gateway error
      */
     public synchronized SetatsTableLayout resolveLayout() {
-        try (GatewayClient client = GatewayClient.connect(managerUrl, catalogContext())) {
+        try (GatewayClient client = GatewayClient.connect(connection, catalogContext())) {
             GatewayInfo info = client.checkWarehouse(warehouse);
             Optional<TableInfo> existing = client.getTable(database, table);
             SetatsTableLayout l;
@@ -250,8 +251,14 @@ public final class SetatsSink<IN> implements Sink<IN>, SupportsPreWriteTopology<
         return spec.build();
     }
 
+    /** The manager-url as given. */
     public String managerUrl() {
-        return managerUrl;
+        return connection.managerUrl().original();
+    }
+
+    /** manager-url, credentials and TLS CA of the gateway (SPEC section 14). */
+    public ConnectionOptions connection() {
+        return connection;
     }
 
     public String warehouse() {
@@ -305,6 +312,6 @@ public final class SetatsSink<IN> implements Sink<IN>, SupportsPreWriteTopology<
 
     @Override
     public String toString() {
-        return "SetatsSink(" + managerUrl + ", " + database + "." + table + ")";
+        return "SetatsSink(" + connection + ", " + database + "." + table + ")";
     }
 }

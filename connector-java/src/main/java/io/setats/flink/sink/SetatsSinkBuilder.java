@@ -3,6 +3,7 @@ package io.setats.flink.sink;
 import io.setats.flink.SetatsConnectorOptions;
 import io.setats.flink.SetatsConnectorOptions.MergeEngine;
 import io.setats.flink.SetatsOptionsUtil;
+import io.setats.flink.client.ConnectionOptions;
 import io.setats.flink.sink.serializer.SetatsRecordSerializer;
 import io.setats.flink.utils.SetatsTypes;
 
@@ -61,7 +62,7 @@ public final class SetatsSinkBuilder<IN> {
     Map<String, String> columnComments = new LinkedHashMap<>();
 
     // Filled by build().
-    String managerUrl;
+    ConnectionOptions connection;
     String warehouse;
     String catalogType;
     String catalogName;
@@ -112,6 +113,30 @@ public final class SetatsSinkBuilder<IN> {
     public SetatsSinkBuilder<IN> setManagerUrl(String v) {
         options.set(MANAGER_URL, v);
         return this;
+    }
+
+    /**
+     * User and password of the gateway's users file (SPEC section 14; options 'username',
+     * 'password'), sent as HTTP Basic credentials on every call. Null: anonymous.
+     */
+    public SetatsSinkBuilder<IN> setCredentials(String username, String password) {
+        setOrRemove(SetatsConnectorOptions.USERNAME, username);
+        setOrRemove(SetatsConnectorOptions.PASSWORD, password);
+        return this;
+    }
+
+    /** PEM file of CA certificates for grpc+tls:// (option 'tls.ca-cert'); null: JVM trust store. */
+    public SetatsSinkBuilder<IN> setTlsCaCert(String path) {
+        setOrRemove(SetatsConnectorOptions.TLS_CA_CERT, path);
+        return this;
+    }
+
+    private void setOrRemove(org.apache.flink.configuration.ConfigOption<String> o, String v) {
+        if (v == null) {
+            options.removeConfig(o);
+        } else {
+            options.set(o, v);
+        }
     }
 
     public SetatsSinkBuilder<IN> setWarehouse(String v) {
@@ -251,7 +276,7 @@ public final class SetatsSinkBuilder<IN> {
         }
         SetatsOptionsUtil.validateSink(options, rowType.getFieldNames(), primaryKey, partitionKeys);
 
-        managerUrl = options.get(MANAGER_URL);
+        connection = SetatsOptionsUtil.connectionOptions(options);
         warehouse = options.get(WAREHOUSE);
         catalogType = options.get(CATALOG_TYPE).toString();
         catalogName = options.get(CATALOG_NAME);
@@ -285,6 +310,9 @@ public final class SetatsSinkBuilder<IN> {
     static final List<org.apache.flink.configuration.ConfigOption<?>> SINK_OPTIONS =
             Arrays.asList(
                     MANAGER_URL,
+                    SetatsConnectorOptions.USERNAME,
+                    SetatsConnectorOptions.PASSWORD,
+                    SetatsConnectorOptions.TLS_CA_CERT,
                     WAREHOUSE,
                     CATALOG_TYPE,
                     CATALOG_NAME,

@@ -3,6 +3,7 @@ package io.setats.flink.source;
 import io.setats.flink.SetatsConnectorOptions;
 import io.setats.flink.SetatsConnectorOptions.StartupMode;
 import io.setats.flink.client.GatewayClient;
+import io.setats.flink.client.ConnectionOptions;
 import io.setats.flink.client.ManagerUrl;
 import io.setats.flink.source.deserializer.RowDataDeserializationSchema;
 import io.setats.flink.source.deserializer.SetatsDeserializationSchema;
@@ -36,6 +37,9 @@ import java.util.Objects;
 public final class SetatsCdcSourceBuilder<T> {
 
     private String managerUrl;
+    @Nullable private String username;
+    @Nullable private String password;
+    @Nullable private String tlsCaCert;
     private String warehouse = "";
     private String catalogType = SetatsConnectorOptions.CatalogType.hadoop.toString();
     private String catalogName = "";
@@ -57,6 +61,22 @@ public final class SetatsCdcSourceBuilder<T> {
     public SetatsCdcSourceBuilder<T> setManagerUrl(String managerUrl) {
         ManagerUrl.parse(managerUrl); // fail early on a malformed address
         this.managerUrl = managerUrl;
+        return this;
+    }
+
+    /**
+     * User and password of the gateway's users file (SPEC section 14; options 'username',
+     * 'password'), sent as HTTP Basic credentials on every call. Null: anonymous.
+     */
+    public SetatsCdcSourceBuilder<T> setCredentials(@Nullable String username, @Nullable String password) {
+        this.username = username;
+        this.password = password;
+        return this;
+    }
+
+    /** PEM file of CA certificates for grpc+tls:// (option 'tls.ca-cert'); null: JVM trust store. */
+    public SetatsCdcSourceBuilder<T> setTlsCaCert(@Nullable String path) {
+        this.tlsCaCert = path;
         return this;
     }
 
@@ -158,9 +178,15 @@ public final class SetatsCdcSourceBuilder<T> {
         if (table == null) {
             throw new IllegalArgumentException("The table is required (setTable)");
         }
+        ConnectionOptions connection =
+                ConnectionOptions.builder()
+                        .managerUrl(managerUrl)
+                        .credentials(username, password)
+                        .tlsCaCert(tlsCaCert)
+                        .build();
         SetatsSourceConfig config =
                 new SetatsSourceConfig(
-                        managerUrl,
+                        connection,
                         warehouse,
                         catalogType,
                         catalogName,

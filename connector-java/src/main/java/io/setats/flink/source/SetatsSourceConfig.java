@@ -2,6 +2,7 @@ package io.setats.flink.source;
 
 import io.setats.flink.SetatsConnectorOptions;
 import io.setats.flink.SetatsConnectorOptions.StartupMode;
+import io.setats.flink.client.ConnectionOptions;
 import io.setats.flink.client.GatewayClient;
 import io.setats.proto.v1.CatalogContext;
 
@@ -23,7 +24,7 @@ public final class SetatsSourceConfig implements Serializable {
 
     private static final long serialVersionUID = 1L;
 
-    private final String managerUrl;
+    private final ConnectionOptions connection;
     private final String warehouse;
     private final String catalogType;
     private final String catalogName;
@@ -36,6 +37,7 @@ public final class SetatsSourceConfig implements Serializable {
     private final int expectedBucketCount;
     @Nullable private final String expectedBucketKey;
 
+    /** A config for an anonymous connection to managerUrl (no credentials, JVM trust store). */
     public SetatsSourceConfig(
             String managerUrl,
             String warehouse,
@@ -49,7 +51,35 @@ public final class SetatsSourceConfig implements Serializable {
             Duration discoveryInterval,
             int expectedBucketCount,
             @Nullable String expectedBucketKey) {
-        this.managerUrl = Objects.requireNonNull(managerUrl, "managerUrl");
+        this(
+                ConnectionOptions.of(Objects.requireNonNull(managerUrl, "managerUrl")),
+                warehouse,
+                catalogType,
+                catalogName,
+                uri,
+                database,
+                table,
+                startupMode,
+                startupTimestampMs,
+                discoveryInterval,
+                expectedBucketCount,
+                expectedBucketKey);
+    }
+
+    public SetatsSourceConfig(
+            ConnectionOptions connection,
+            String warehouse,
+            String catalogType,
+            String catalogName,
+            String uri,
+            String database,
+            String table,
+            StartupMode startupMode,
+            @Nullable Long startupTimestampMs,
+            Duration discoveryInterval,
+            int expectedBucketCount,
+            @Nullable String expectedBucketKey) {
+        this.connection = Objects.requireNonNull(connection, "connection");
         this.warehouse = nullToEmpty(warehouse);
         this.catalogType = nullToEmpty(catalogType);
         this.catalogName = nullToEmpty(catalogName);
@@ -82,8 +112,14 @@ public final class SetatsSourceConfig implements Serializable {
         return s == null ? "" : s;
     }
 
+    /** The manager-url as given. */
     public String managerUrl() {
-        return managerUrl;
+        return connection.managerUrl().original();
+    }
+
+    /** manager-url, credentials and TLS CA of the gateway. */
+    public ConnectionOptions connection() {
+        return connection;
     }
 
     public String database() {
@@ -136,7 +172,7 @@ public final class SetatsSourceConfig implements Serializable {
 
     /** Opens a client of the configured gateway; the caller closes it. */
     public GatewayClient connect() {
-        return GatewayClient.connect(managerUrl, catalogContext());
+        return GatewayClient.connect(connection, catalogContext());
     }
 
     /**
@@ -162,7 +198,7 @@ public final class SetatsSourceConfig implements Serializable {
         }
         SetatsSourceConfig that = (SetatsSourceConfig) o;
         return expectedBucketCount == that.expectedBucketCount
-                && managerUrl.equals(that.managerUrl)
+                && connection.equals(that.connection)
                 && warehouse.equals(that.warehouse)
                 && catalogType.equals(that.catalogType)
                 && catalogName.equals(that.catalogName)
@@ -177,12 +213,12 @@ public final class SetatsSourceConfig implements Serializable {
 
     @Override
     public int hashCode() {
-        return Objects.hash(managerUrl, warehouse, database, table, startupMode, startupTimestampMs);
+        return Objects.hash(connection, warehouse, database, table, startupMode, startupTimestampMs);
     }
 
     @Override
     public String toString() {
-        return "SetatsSourceConfig{" + managerUrl + " " + tablePath() + " startup=" + startupMode
+        return "SetatsSourceConfig{" + connection + " " + tablePath() + " startup=" + startupMode
                 + (startupTimestampMs != null ? "@" + startupTimestampMs : "")
                 + " discovery=" + discoveryInterval + "}";
     }

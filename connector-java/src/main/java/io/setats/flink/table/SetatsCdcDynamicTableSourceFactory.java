@@ -74,6 +74,7 @@ public final class SetatsCdcDynamicTableSourceFactory implements DynamicTableSou
         options.add(BUCKET_DISCOVERY_INTERVAL);
         options.add(BUCKET);
         options.add(BUCKET_KEY);
+        options.addAll(SetatsOptionsUtil.connectionOptionalOptions());
         return options;
     }
 
@@ -110,7 +111,7 @@ public final class SetatsCdcDynamicTableSourceFactory implements DynamicTableSou
 
         SetatsSourceConfig config =
                 new SetatsSourceConfig(
-                        options.get(MANAGER_URL),
+                        SetatsOptionsUtil.connectionOptions(options),
                         options.get(WAREHOUSE),
                         options.get(CATALOG_TYPE).toString(),
                         options.get(CATALOG_NAME),

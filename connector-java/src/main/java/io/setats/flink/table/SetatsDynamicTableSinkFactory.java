@@ -68,6 +68,7 @@ public final class SetatsDynamicTableSinkFactory implements DynamicTableSinkFact
         set.add(SetatsConnectorOptions.IGNORE_DELETE);
         set.add(SetatsConnectorOptions.PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE);
         set.add(SetatsConnectorOptions.CHANGELOG_RETENTION_MS);
+        set.addAll(SetatsOptionsUtil.connectionOptionalOptions());
         set.add(FactoryUtil.SINK_PARALLELISM);
         return set;
     }

@@ -103,6 +103,23 @@ class SetatsCdcDynamicTableSourceFactoryTest {
     }
 
     @Test
+    void connectionOptions() {
+        Map<String, String> o = seedOptions();
+        o.put("manager-url", "grpc+tls://gw:443");
+        o.put("username", "reader");
+        o.put("password", "secret");
+        o.put("tls.ca-cert", "/etc/setats/ca.pem");
+        SetatsSourceConfig c = create(o).config();
+        assertThat(c.connection().username()).isEqualTo("reader");
+        assertThat(c.connection().basicAuthorization()).startsWith("Basic ");
+        assertThat(c.connection().tlsCaCert()).isEqualTo("/etc/setats/ca.pem");
+        assertThat(c.toString()).doesNotContain("secret");
+        Map<String, String> bad = seedOptions();
+        bad.put("password", "x");
+        assertInvalid(bad, "'username'");
+    }
+
+    @Test
     void seedOptionsAreAccepted() {
         SetatsCdcDynamicTableSource source = create(seedOptions());
         SetatsSourceConfig c = source.config();

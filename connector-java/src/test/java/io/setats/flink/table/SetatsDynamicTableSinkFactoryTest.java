@@ -318,6 +318,23 @@ class SetatsDynamicTableSinkFactoryTest {
     }
 
     @Test
+    void connectionOptions() {
+        SetatsSink<RowData> s =
+                sink(SEED_SCHEMA, DT, with(o -> {
+                    o.put("manager-url", "grpc+tls://gw:443");
+                    o.put("username", "etl");
+                    o.put("password", "secret");
+                    o.put("tls.ca-cert", "/etc/setats/ca.pem");
+                }));
+        assertThat(s.connection().username()).isEqualTo("etl");
+        assertThat(s.connection().password()).isEqualTo("secret");
+        assertThat(s.connection().tlsCaCert()).isEqualTo("/etc/setats/ca.pem");
+        assertThat(s.toString()).doesNotContain("secret");
+        assertInvalid(with(o -> o.put("username", "etl")), "'password'");
+        assertInvalid(with(o -> o.put("tls.ca-cert", "/ca.pem")), "'tls.ca-cert'");
+    }
+
+    @Test
     void tableOptionsGoIntoTheCreatedTable() {
         SetatsSink<RowData> s =
                 sink(SEED_SCHEMA, DT, with(o -> {

@@ -62,7 +62,7 @@ public final class SetatsSinkWriter<IN> implements SinkWriter<IN> {
         this.flushIntervalMs = sink.flushInterval().toMillis();
         this.subtask = ctx.getTaskInfo().getIndexOfThisSubtask();
         this.mailbox = ctx.getMailboxExecutor();
-        this.client = GatewayClient.connect(sink.managerUrl(), sink.catalogContext());
+        this.client = GatewayClient.connect(sink.connection(), sink.catalogContext());
         RowDataArrowWriter w = null;
         try {
             client.checkWarehouse(sink.warehouse());
