@@ -4,6 +4,7 @@
 #             docker-compose/Dockerfile checks, check.py on hand-made inputs
 #   pgbench   e2e/pgbench/run.sh: PostgreSQL + pgbench -> Flink -> setats -> setats-cdc, checked
 #   demo      e2e/demo.sh: the README's `make demo` pipeline, its changelog counted
+#   dts       e2e/dts/run.sh: PostgreSQL + MariaDB -> subscription channels -> dts SQL and DataStream jobs, checked
 # A suite whose parts are not built yet (gateway, connector, SQL runner) is skipped with a message.
 # The last line is `e2e: N passed, N failed` (checks and tests, summed over the suites).
 set -uo pipefail
@@ -47,6 +48,15 @@ if [ "$have_gateway" = 1 ] && [ "$have_flink" = 1 ]; then
   add_counts pgbench "$WORK/pgbench.log" "$rc"
 else
   skip pgbench "needs $SETATS_BIN, $CONNECTOR_JAR and $RUNNER_JAR"
+fi
+
+log "== e2e: data subscription (e2e/dts/run.sh)"
+if [ "$have_gateway" = 1 ] && [ "$have_flink" = 1 ]; then
+  rc=0
+  bash e2e/dts/run.sh 2>&1 | tee "$WORK/dts.log" || rc=$?
+  add_counts dts "$WORK/dts.log" "$rc"
+else
+  skip dts "needs $SETATS_BIN, $CONNECTOR_JAR and $RUNNER_JAR"
 fi
 
 log "== e2e: demo (e2e/demo.sh)"

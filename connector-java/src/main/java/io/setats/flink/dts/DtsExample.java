@@ -1,0 +1,50 @@
+package io.setats.flink.dts;
+
+import org.apache.flink.api.common.eventtime.WatermarkStrategy;
+import org.apache.flink.api.java.utils.ParameterTool;
+import org.apache.flink.core.execution.JobClient;
+import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+
+/**
+ * The seed's DataStream example: reads a channel and prints every record ({@code DtsRecord
+ * {operationType [HEARTBEAT], checkpoint [0@...]}}).
+ *
+ * <pre>
+ * --broker-url 127.0.0.1:8815 --topic orders_channel --sid dts_group --user dtstest --password Test123456 --checkpoint 1624440043
+ * </pre>
+ *
+ * <p>{@code --seconds N} stops the job after N seconds (default: run until killed);
+ * {@code --checkpoint-interval MS} enables Flink checkpoints (the group's position is committed
+ * when one completes).
+ */
+public final class DtsExample {
+    private DtsExample() {}
+
+    public static void main(String[] args) throws Exception {
+        ParameterTool p = ParameterTool.fromArgs(args);
+        DtsSource.Builder<DtsRecord> b = DtsSource.builder()
+                .setBrokerUrl(p.getRequired("broker-url"))
+                .setTopic(p.getRequired("topic"))
+                .setSid(p.getRequired("sid"))
+                .setUser(p.getRequired("user"))
+                .setPassword(p.getRequired("password"));
+        if (p.has("checkpoint")) {
+            b.setCheckpoint(p.getLong("checkpoint"));
+        }
+        StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
+        env.setParallelism(1);
+        if (p.has("checkpoint-interval")) {
+            env.enableCheckpointing(p.getLong("checkpoint-interval"));
+        }
+        env.fromSource(b.build(), WatermarkStrategy.noWatermarks(), "dts").uid("dts-source").print();
+        if (!p.has("seconds")) {
+            env.execute("DtsExample");
+            return;
+        }
+        JobClient job = env.executeAsync("DtsExample");
+        Thread.sleep(p.getLong("seconds") * 1000);
+        job.cancel().get();
+        System.out.flush();
+        System.exit(0);
+    }
+}
