@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/setats/setats/gateway/internal/rowtest"
 	"math"
 	"os"
 	"path/filepath"
@@ -189,7 +190,7 @@ func computeVector(name string, types []string, values []any) (vector, error) {
 		key = append(key, i)
 		row[i] = v
 	}
-	tbl := mkTable("v", cols, key, nil, key, 1)
+	tbl := rowtest.Table("v", cols, key, nil, key, 1)
 	kb := KeyBytes(tbl, row)
 	h := Hash(tbl, row)
 	vec := vector{Name: name, Types: types, Values: values, KeyHex: hex.EncodeToString(kb), Hash: h, HashInt: int32(h), Buckets: map[string]int32{}}
@@ -294,12 +295,12 @@ func TestBucketHashVectors(t *testing.T) {
 // TestBucketHashKnown pins the hash function itself to published MurmurHash3 x86_32 values
 // (seed 0), independent of the key encoding.
 func TestBucketHashKnown(t *testing.T) {
-	tbl := mkTable("h", []catalog.Column{{Name: "b", Type: tBytes}}, []int{0}, nil, nil, 1)
+	tbl := rowtest.Table("h", []catalog.Column{{Name: "b", Type: rowtest.Bytes}}, []int{0}, nil, nil, 1)
 	// key bytes = 4-byte LE length + bytes; check the length prefix and the hash of "" (0).
 	if got := hex.EncodeToString(KeyBytes(tbl, merge.Row{[]byte("ab")})); got != "020000006162" {
 		t.Errorf("key bytes %s", got)
 	}
-	empty := mkTable("e", []catalog.Column{{Name: "i", Type: tInt}}, []int{0}, nil, []int{}, 8)
+	empty := rowtest.Table("e", []catalog.Column{{Name: "i", Type: rowtest.Int}}, []int{0}, nil, []int{}, 8)
 	if h := Hash(empty, merge.Row{int32(9)}); h != 0 {
 		t.Errorf("hash of no bytes = %d, want 0", h)
 	}
@@ -322,7 +323,7 @@ func TestBucketHashKnown(t *testing.T) {
 }
 
 func TestBucketNegativeZeroAndNaN(t *testing.T) {
-	tbl := mkTable("d", []catalog.Column{{Name: "d", Type: tDouble}, {Name: "f", Type: tFloat}}, []int{0, 1}, nil, nil, 16)
+	tbl := rowtest.Table("d", []catalog.Column{{Name: "d", Type: rowtest.Double}, {Name: "f", Type: rowtest.Float}}, []int{0, 1}, nil, nil, 16)
 	a := KeyBytes(tbl, merge.Row{math.Copysign(0, -1), float32(math.Copysign(0, -1))})
 	b := KeyBytes(tbl, merge.Row{0.0, float32(0)})
 	if !bytes.Equal(a, b) {

@@ -1,6 +1,7 @@
 package partname
 
 import (
+	"github.com/setats/setats/gateway/internal/rowtest"
 	"strings"
 	"testing"
 
@@ -16,27 +17,27 @@ func TestPartitionName(t *testing.T) {
 		val  any
 		want string
 	}{
-		{tString, "20261129", "p=20261129"},
-		{tString, "a/b=c%d", "p=a%2Fb%3Dc%25d"},
-		{tString, "tab\there\x7f", "p=tab%09here%7F"},
-		{tString, "", "p="},
-		{tString, "北京 ok", "p=北京 ok"},
-		{tInt, int32(-42), "p=-42"},
-		{tTiny, int8(7), "p=7"},
-		{tBig, int64(1) << 40, "p=1099511627776"},
-		{tBool, true, "p=true"},
-		{tDate, arrow.Date32(20786), "p=2026-11-29"},
-		{tDate, arrow.Date32(-1), "p=1969-12-31"},
-		{tDec, decimal128.FromI64(-1230), "p=-12.30"},
-		{tDouble, 1.5, "p=1.5"},
-		{tBytes, []byte{0xde, 0xad}, "p=dead"},
-		{tTime, arrow.Time32(36000123), "p=10:00:00.123"},
-		{tTime, arrow.Time32(36000000), "p=10:00:00"},
-		{tTs3, arrow.Timestamp(1_795_946_400_120), "p=2026-11-29 10:00:00.120"},
-		{tTs0, arrow.Timestamp(1_795_946_400), "p=2026-11-29 10:00:00"},
+		{rowtest.String, "20261129", "p=20261129"},
+		{rowtest.String, "a/b=c%d", "p=a%2Fb%3Dc%25d"},
+		{rowtest.String, "tab\there\x7f", "p=tab%09here%7F"},
+		{rowtest.String, "", "p="},
+		{rowtest.String, "北京 ok", "p=北京 ok"},
+		{rowtest.Int, int32(-42), "p=-42"},
+		{rowtest.Tiny, int8(7), "p=7"},
+		{rowtest.Big, int64(1) << 40, "p=1099511627776"},
+		{rowtest.Bool, true, "p=true"},
+		{rowtest.Date, arrow.Date32(20786), "p=2026-11-29"},
+		{rowtest.Date, arrow.Date32(-1), "p=1969-12-31"},
+		{rowtest.Dec, decimal128.FromI64(-1230), "p=-12.30"},
+		{rowtest.Double, 1.5, "p=1.5"},
+		{rowtest.Bytes, []byte{0xde, 0xad}, "p=dead"},
+		{rowtest.Time, arrow.Time32(36000123), "p=10:00:00.123"},
+		{rowtest.Time, arrow.Time32(36000000), "p=10:00:00"},
+		{rowtest.Ts3, arrow.Timestamp(1_795_946_400_120), "p=2026-11-29 10:00:00.120"},
+		{rowtest.Ts0, arrow.Timestamp(1_795_946_400), "p=2026-11-29 10:00:00"},
 	}
 	for _, tc := range tests {
-		tbl := mkTable("p", []catalog.Column{{Name: "id", Type: tInt}, {Name: "p", Type: tc.typ}}, []int{0, 1}, []int{1}, nil, 1)
+		tbl := rowtest.Table("p", []catalog.Column{{Name: "id", Type: rowtest.Int}, {Name: "p", Type: tc.typ}}, []int{0, 1}, []int{1}, nil, 1)
 		got := Of(tbl, merge.Row{int32(1), tc.val})
 		if got != tc.want {
 			t.Errorf("%s %v: got %q, want %q", tc.typ, tc.val, got, tc.want)
@@ -48,13 +49,13 @@ func TestPartitionName(t *testing.T) {
 }
 
 func TestPartitionNameMultiAndNone(t *testing.T) {
-	cols := []catalog.Column{{Name: "id", Type: tString}, {Name: "dt", Type: tString}, {Name: "hr", Type: tInt}}
-	tbl := mkTable("p", cols, []int{0, 1, 2}, []int{1, 2}, nil, 4)
+	cols := []catalog.Column{{Name: "id", Type: rowtest.String}, {Name: "dt", Type: rowtest.String}, {Name: "hr", Type: rowtest.Int}}
+	tbl := rowtest.Table("p", cols, []int{0, 1, 2}, []int{1, 2}, nil, 4)
 	r := merge.Row{"k", "2026-11-29", int32(7)}
 	if got := Of(tbl, r); got != "dt=2026-11-29/hr=7" {
 		t.Errorf("got %q", got)
 	}
-	none := mkTable("n", cols, []int{0}, nil, nil, 4)
+	none := rowtest.Table("n", cols, []int{0}, nil, nil, 4)
 	if got := Of(none, r); got != "" {
 		t.Errorf("unpartitioned: got %q", got)
 	}
@@ -64,8 +65,8 @@ func TestPartitionNameMultiAndNone(t *testing.T) {
 }
 
 func TestValidatePartitionNameErrors(t *testing.T) {
-	cols := []catalog.Column{{Name: "id", Type: tString}, {Name: "dt", Type: tString}, {Name: "hr", Type: tInt}, {Name: "d", Type: tDate}}
-	tbl := mkTable("p", cols, []int{0, 1, 2, 3}, []int{1, 2, 3}, nil, 4)
+	cols := []catalog.Column{{Name: "id", Type: rowtest.String}, {Name: "dt", Type: rowtest.String}, {Name: "hr", Type: rowtest.Int}, {Name: "d", Type: rowtest.Date}}
+	tbl := rowtest.Table("p", cols, []int{0, 1, 2, 3}, []int{1, 2, 3}, nil, 4)
 	bad := []struct{ name, want string }{
 		{"", "3 segments"},
 		{"dt=a/hr=1", "3 segments"},
@@ -93,7 +94,7 @@ func TestValidatePartitionNameErrors(t *testing.T) {
 	if err := Validate(tbl, "dt=a%2F%3D/hr=-3/d=2026-11-29"); err != nil {
 		t.Error(err)
 	}
-	none := mkTable("n", cols, []int{0}, nil, nil, 4)
+	none := rowtest.Table("n", cols, []int{0}, nil, nil, 4)
 	wantKind(t, Validate(none, "dt=a"), ErrInvalid)
 }
 
@@ -101,7 +102,7 @@ func TestValidatePartitionNameErrors(t *testing.T) {
 // (decimal128.FromString goes through a binary float and rounds them).
 func TestPartitionDecimalExact(t *testing.T) {
 	typ := catalog.Type{Kind: catalog.Decimal, Precision: 38, Scale: 2}
-	tbl := mkTable("p", []catalog.Column{{Name: "id", Type: tInt}, {Name: "p", Type: typ}}, []int{0, 1}, []int{1}, nil, 1)
+	tbl := rowtest.Table("p", []catalog.Column{{Name: "id", Type: rowtest.Int}, {Name: "p", Type: typ}}, []int{0, 1}, []int{1}, nil, 1)
 	for _, v := range []string{"123456789012345678901234567890123456.78", "-99999999999999999999999999999999999.99", "0.01", "-0.10"} {
 		n, err := parseDecimal(v, 38, 2)
 		if err != nil {

@@ -1,6 +1,7 @@
 package row
 
 import (
+	"github.com/setats/setats/gateway/internal/rowtest"
 	"strings"
 	"testing"
 
@@ -16,10 +17,10 @@ import (
 func TestDecodeAllTypes(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	tbl := allTypes()
+	tbl := rowtest.AllTypes()
 	fields := append([]arrow.Field{{Name: ColRowKind, Type: arrow.PrimitiveTypes.Int8}}, tbl.Schema.Fields()...)
 	schema := arrow.NewSchema(fields, nil)
-	want := []merge.Row{fullRow(1, "a"), fullRow(2, ""), {int32(3), "z", nil, nil, nil, int64(7), nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil}}
+	want := []merge.Row{rowtest.FullRow(1, "a"), rowtest.FullRow(2, ""), {int32(3), "z", nil, nil, nil, int64(7), nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil}}
 	kinds := []merge.RowKind{merge.Insert, merge.Delete, merge.UpdateBefore}
 	var rows [][]any
 	for i, r := range want {
@@ -52,7 +53,7 @@ func TestDecodeAllTypes(t *testing.T) {
 func TestDecodeSubsetWithoutRowKind(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	tbl := allTypes()
+	tbl := rowtest.AllTypes()
 	// Columns in another order than the table's, and a slice of a larger record.
 	schema := arrow.NewSchema([]arrow.Field{field(tbl, "c_str"), field(tbl, "k"), field(tbl, "id"), field(tbl, "c_bin")}, nil)
 	rec := buildRecord(t, mem, schema, [][]any{
@@ -96,7 +97,7 @@ func TestDecodeSubsetWithoutRowKind(t *testing.T) {
 }
 
 func TestDecodeErrors(t *testing.T) {
-	tbl := allTypes()
+	tbl := rowtest.AllTypes()
 	kindF := arrow.Field{Name: ColRowKind, Type: arrow.PrimitiveTypes.Int8}
 	id, k, big := field(tbl, "id"), field(tbl, "k"), field(tbl, "c_big")
 	str := field(tbl, "c_str")
@@ -142,8 +143,8 @@ func TestDecodeErrors(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
-	tbl := allTypes()
-	ok := fullRow(1, "a")
+	tbl := rowtest.AllTypes()
+	ok := rowtest.FullRow(1, "a")
 	tests := []struct {
 		name  string
 		batch Batch
@@ -179,7 +180,7 @@ func TestValidate(t *testing.T) {
 // the table and the column; Decode used to panic on them (slice bounds out of range), which in a
 // goroutine of its own took the whole gateway down.
 func TestDecodeMalformedArrays(t *testing.T) {
-	tbl := allTypes()
+	tbl := rowtest.AllTypes()
 	offsets := func(os ...int32) *memory.Buffer {
 		return memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(os))
 	}
@@ -261,30 +262,30 @@ func TestPartitionValuesReadable(t *testing.T) {
 		want      string // "" = valid, else a substring of the partition-key error
 		wantOther string // the same for a column that is not a partition key
 	}{
-		{tDate, arrow.Date32(-719528), "", ""}, // 0000-01-01
-		{tDate, arrow.Date32(2932896), "", ""}, // 9999-12-31
-		{tDate, arrow.Date32(-719529), "outside the years 0000..9999", ""},
-		{tDate, arrow.Date32(2932897), "outside the years 0000..9999", ""},
-		{tTime, arrow.Time32(0), "", ""},
-		{tTime, arrow.Time32(86399999), "", ""},
-		{tTime, arrow.Time32(-5), "not a time of day", ""},
-		{tTime, arrow.Time32(86400000), "not a time of day", ""},
-		{tTs0, arrow.Timestamp(-62167219200), "", ""},
-		{tTs0, arrow.Timestamp(253402300799), "", ""},
-		{tTs0, arrow.Timestamp(-62167219201), "outside the years 0000..9999", ""},
-		{tTs3, arrow.Timestamp(253402300799999), "", ""},
-		{tTs3, arrow.Timestamp(253402300800000), "outside the years 0000..9999", ""},
+		{rowtest.Date, arrow.Date32(-719528), "", ""}, // 0000-01-01
+		{rowtest.Date, arrow.Date32(2932896), "", ""}, // 9999-12-31
+		{rowtest.Date, arrow.Date32(-719529), "outside the years 0000..9999", ""},
+		{rowtest.Date, arrow.Date32(2932897), "outside the years 0000..9999", ""},
+		{rowtest.Time, arrow.Time32(0), "", ""},
+		{rowtest.Time, arrow.Time32(86399999), "", ""},
+		{rowtest.Time, arrow.Time32(-5), "not a time of day", ""},
+		{rowtest.Time, arrow.Time32(86400000), "not a time of day", ""},
+		{rowtest.Ts0, arrow.Timestamp(-62167219200), "", ""},
+		{rowtest.Ts0, arrow.Timestamp(253402300799), "", ""},
+		{rowtest.Ts0, arrow.Timestamp(-62167219201), "outside the years 0000..9999", ""},
+		{rowtest.Ts3, arrow.Timestamp(253402300799999), "", ""},
+		{rowtest.Ts3, arrow.Timestamp(253402300800000), "outside the years 0000..9999", ""},
 		{tTs6, arrow.Timestamp(-62167219200000001), "outside the years 0000..9999", ""},
-		{tTs9, arrow.Timestamp(-1 << 63), "", ""}, // every ns value is within 1677..2262
-		{tDec, decimal128.FromI64(9999999999), "", ""},
-		{tDec, decimal128.FromI64(-9999999999), "", ""},
-		{tDec, decimal128.FromI64(10000000000), "more than 10 digits", "more than 10 digits"},
+		{rowtest.Ts9, arrow.Timestamp(-1 << 63), "", ""}, // every ns value is within 1677..2262
+		{rowtest.Dec, decimal128.FromI64(9999999999), "", ""},
+		{rowtest.Dec, decimal128.FromI64(-9999999999), "", ""},
+		{rowtest.Dec, decimal128.FromI64(10000000000), "more than 10 digits", "more than 10 digits"},
 		{tDec38, max38, "", ""},
 		{tDec38, max38.Negate(), "", ""},
 		{tDec38, min128, "more than 38 digits", "more than 38 digits"},
-		{tString, "a/b=%\x01日本", "", ""},
-		{tString, "ok\xff", "not valid UTF-8", "not valid UTF-8"},
-		{tChar3, "\xc3", "not valid UTF-8", "not valid UTF-8"},
+		{rowtest.String, "a/b=%\x01日本", "", ""},
+		{rowtest.String, "ok\xff", "not valid UTF-8", "not valid UTF-8"},
+		{rowtest.Char3, "\xc3", "not valid UTF-8", "not valid UTF-8"},
 	}
 	for _, tc := range tests {
 		for _, part := range []bool{true, false} {
@@ -293,7 +294,7 @@ func TestPartitionValuesReadable(t *testing.T) {
 			if part {
 				partKeys, want = []int{1}, tc.want
 			}
-			tbl := mkTable("p", []catalog.Column{{Name: "id", Type: tInt}, {Name: "p", Type: tc.typ}}, []int{0, 1}, partKeys, nil, 1)
+			tbl := rowtest.Table("p", []catalog.Column{{Name: "id", Type: rowtest.Int}, {Name: "p", Type: tc.typ}}, []int{0, 1}, partKeys, nil, 1)
 			r := merge.Row{int32(1), tc.val}
 			err := (&Batch{Kinds: []merge.RowKind{merge.Insert}, Rows: []merge.Row{r}}).Validate(tbl)
 			if want == "" {

@@ -1,6 +1,7 @@
 package row
 
 import (
+	"github.com/setats/setats/gateway/internal/rowtest"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -10,7 +11,7 @@ import (
 )
 
 func TestChangelogSchema(t *testing.T) {
-	tbl := allTypes()
+	tbl := rowtest.AllTypes()
 	s := ChangelogSchema(tbl, "dt=2026-11-29", 3)
 	if s.NumFields() != 3+len(tbl.Columns) {
 		t.Fatalf("%d fields", s.NumFields())
@@ -42,11 +43,11 @@ func TestChangelogSchema(t *testing.T) {
 func TestChangelogBuilder(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	tbl := allTypes()
+	tbl := rowtest.AllTypes()
 	s := ChangelogSchema(tbl, "", 0)
 	b := NewChangelogBuilder(mem, tbl, s)
 	defer b.Release()
-	rows := []merge.Row{fullRow(1, "a"), {int32(2), "b", nil, nil, nil, int64(1), nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil}}
+	rows := []merge.Row{rowtest.FullRow(1, "a"), {int32(2), "b", nil, nil, nil, int64(1), nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil}}
 	kinds := []merge.RowKind{merge.Insert, merge.Delete}
 	for round := 0; round < 2; round++ {
 		for i, r := range rows {
@@ -91,10 +92,10 @@ func TestChangelogBuilder(t *testing.T) {
 func TestChangelogBuilderBadValue(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	tbl := allTypes()
+	tbl := rowtest.AllTypes()
 	b := NewChangelogBuilder(mem, tbl, ChangelogSchema(tbl, "", 0))
 	defer b.Release()
-	r := fullRow(1, "a")
+	r := rowtest.FullRow(1, "a")
 	r[2] = "not a bool"
 	wantKind(t, b.Append(merge.Insert, 0, 0, r), ErrInternal)
 	wantKind(t, b.Append(merge.Insert, 0, 0, r[:2]), ErrInternal)

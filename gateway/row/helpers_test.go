@@ -8,34 +8,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/setats/setats/catalog"
-	"github.com/setats/setats/gateway/internal/rowtest"
 	"github.com/setats/setats/merge"
-)
-
-// Shared test shapes (internal/rowtest), under the names the tests use.
-var (
-	tBool    = rowtest.Bool
-	tTiny    = rowtest.Tiny
-	tSmall   = rowtest.Small
-	tInt     = rowtest.Int
-	tBig     = rowtest.Big
-	tFloat   = rowtest.Float
-	tDouble  = rowtest.Double
-	tDec     = rowtest.Dec
-	tChar3   = rowtest.Char3
-	tString  = rowtest.String
-	tBytes   = rowtest.Bytes
-	tDate    = rowtest.Date
-	tTime    = rowtest.Time
-	tTs9     = rowtest.Ts9
-	tTs3     = rowtest.Ts3
-	tLtz6    = rowtest.Ltz6
-	tTs0     = rowtest.Ts0
-	tVarchar = rowtest.Varchar
-
-	mkTable  = rowtest.Table
-	allTypes = rowtest.AllTypes
-	fullRow  = rowtest.FullRow
 )
 
 // buildRecord builds a record of schema from rows (one value per field, nil = null); a field

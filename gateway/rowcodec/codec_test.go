@@ -3,6 +3,7 @@ package rowcodec
 import (
 	"bytes"
 	"cmp"
+	"github.com/setats/setats/gateway/internal/rowtest"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -15,7 +16,7 @@ import (
 )
 
 func TestValueRoundTrip(t *testing.T) {
-	tbl := allTypes()
+	tbl := rowtest.AllTypes()
 	nulls := make(merge.Row, len(tbl.Columns))
 	nulls[0], nulls[1], nulls[5] = int32(0), "", int64(0)
 	extremes := merge.Row{
@@ -24,9 +25,9 @@ func TestValueRoundTrip(t *testing.T) {
 		arrow.Date32(math.MinInt32), arrow.Time32(86399999), arrow.Timestamp(math.MaxInt64), arrow.Timestamp(math.MinInt64), arrow.Timestamp(0),
 	}
 	decs := []decimal128.Num{decimal128.FromI64(-1), decimal128.FromI64(1), decimal128.New(-1, 0), decimal128.New(1<<62, math.MaxUint64), decimal128.GetMaxValue(38).Negate()}
-	rows := []merge.Row{fullRow(1, "a"), nulls, extremes}
+	rows := []merge.Row{rowtest.FullRow(1, "a"), nulls, extremes}
 	for _, d := range decs {
-		r := fullRow(2, "d")
+		r := rowtest.FullRow(2, "d")
 		r[8] = d
 		rows = append(rows, r)
 	}
@@ -55,8 +56,8 @@ func TestValueRoundTrip(t *testing.T) {
 }
 
 func TestValueDecodeCorrupt(t *testing.T) {
-	tbl := allTypes()
-	b := EncodeValue(tbl, fullRow(1, "abc"))
+	tbl := rowtest.AllTypes()
+	b := EncodeValue(tbl, rowtest.FullRow(1, "abc"))
 	for n := 0; n < len(b); n++ {
 		if _, err := DecodeValue(tbl, b[:n]); err == nil {
 			t.Errorf("truncated to %d bytes: no error", n)
@@ -66,7 +67,7 @@ func TestValueDecodeCorrupt(t *testing.T) {
 
 func TestValueFewerColumns(t *testing.T) {
 	// A value written when the table had fewer columns decodes with the new columns null.
-	tbl := allTypes()
+	tbl := rowtest.AllTypes()
 	short := *tbl
 	short.Columns = tbl.Columns[:3]
 	got, err := DecodeValue(tbl, EncodeValue(&short, merge.Row{int32(1), "a", true}))
@@ -92,24 +93,24 @@ func TestKeyOrder(t *testing.T) {
 		cmp  func(a, b any) int
 	}
 	gens := []gen{
-		{tBool, func() any { return rng.IntN(2) == 1 }, func(a, b any) int { return cmp.Compare(b2i(a.(bool)), b2i(b.(bool))) }},
-		{tTiny, func() any { return int8(rng.Uint32()) }, func(a, b any) int { return cmp.Compare(a.(int8), b.(int8)) }},
-		{tSmall, func() any { return int16(rng.Uint32()) }, func(a, b any) int { return cmp.Compare(a.(int16), b.(int16)) }},
-		{tInt, func() any { return int32(rng.Uint32()) }, func(a, b any) int { return cmp.Compare(a.(int32), b.(int32)) }},
-		{tBig, func() any { return int64(rng.Uint64()) }, func(a, b any) int { return cmp.Compare(a.(int64), b.(int64)) }},
-		{tDouble, func() any { return floats[rng.IntN(len(floats))] * float64(rng.IntN(3)+1) }, func(a, b any) int { return cmp.Compare(a.(float64), b.(float64)) }},
-		{tFloat, func() any { return float32(floats32[rng.IntN(len(floats32))]) }, func(a, b any) int { return cmp.Compare(a.(float32), b.(float32)) }},
-		{tDec, func() any { return decimal128.New(int64(rng.IntN(5))-2, rng.Uint64()) }, func(a, b any) int { return a.(decimal128.Num).Cmp(b.(decimal128.Num)) }},
-		{tString, func() any { return strs[rng.IntN(len(strs))] }, func(a, b any) int { return cmp.Compare(a.(string), b.(string)) }},
-		{tBytes, func() any { return []byte(strs[rng.IntN(len(strs))]) }, func(a, b any) int { return bytes.Compare(a.([]byte), b.([]byte)) }},
-		{tDate, func() any { return arrow.Date32(rng.Uint32()) }, func(a, b any) int { return cmp.Compare(a.(arrow.Date32), b.(arrow.Date32)) }},
-		{tTime, func() any { return arrow.Time32(rng.IntN(86400000)) }, func(a, b any) int { return cmp.Compare(a.(arrow.Time32), b.(arrow.Time32)) }},
-		{tTs9, func() any { return arrow.Timestamp(rng.Uint64()) }, func(a, b any) int { return cmp.Compare(a.(arrow.Timestamp), b.(arrow.Timestamp)) }},
+		{rowtest.Bool, func() any { return rng.IntN(2) == 1 }, func(a, b any) int { return cmp.Compare(b2i(a.(bool)), b2i(b.(bool))) }},
+		{rowtest.Tiny, func() any { return int8(rng.Uint32()) }, func(a, b any) int { return cmp.Compare(a.(int8), b.(int8)) }},
+		{rowtest.Small, func() any { return int16(rng.Uint32()) }, func(a, b any) int { return cmp.Compare(a.(int16), b.(int16)) }},
+		{rowtest.Int, func() any { return int32(rng.Uint32()) }, func(a, b any) int { return cmp.Compare(a.(int32), b.(int32)) }},
+		{rowtest.Big, func() any { return int64(rng.Uint64()) }, func(a, b any) int { return cmp.Compare(a.(int64), b.(int64)) }},
+		{rowtest.Double, func() any { return floats[rng.IntN(len(floats))] * float64(rng.IntN(3)+1) }, func(a, b any) int { return cmp.Compare(a.(float64), b.(float64)) }},
+		{rowtest.Float, func() any { return float32(floats32[rng.IntN(len(floats32))]) }, func(a, b any) int { return cmp.Compare(a.(float32), b.(float32)) }},
+		{rowtest.Dec, func() any { return decimal128.New(int64(rng.IntN(5))-2, rng.Uint64()) }, func(a, b any) int { return a.(decimal128.Num).Cmp(b.(decimal128.Num)) }},
+		{rowtest.String, func() any { return strs[rng.IntN(len(strs))] }, func(a, b any) int { return cmp.Compare(a.(string), b.(string)) }},
+		{rowtest.Bytes, func() any { return []byte(strs[rng.IntN(len(strs))]) }, func(a, b any) int { return bytes.Compare(a.([]byte), b.([]byte)) }},
+		{rowtest.Date, func() any { return arrow.Date32(rng.Uint32()) }, func(a, b any) int { return cmp.Compare(a.(arrow.Date32), b.(arrow.Date32)) }},
+		{rowtest.Time, func() any { return arrow.Time32(rng.IntN(86400000)) }, func(a, b any) int { return cmp.Compare(a.(arrow.Time32), b.(arrow.Time32)) }},
+		{rowtest.Ts9, func() any { return arrow.Timestamp(rng.Uint64()) }, func(a, b any) int { return cmp.Compare(a.(arrow.Timestamp), b.(arrow.Timestamp)) }},
 	}
 	for _, g1 := range gens {
 		for _, g2 := range []gen{gens[8], gens[3]} { // a second key column after each type
 			cols := []catalog.Column{{Name: "a", Type: g1.typ}, {Name: "b", Type: g2.typ}}
-			tbl := mkTable("k", cols, []int{0, 1}, nil, nil, 1)
+			tbl := rowtest.Table("k", cols, []int{0, 1}, nil, nil, 1)
 			rows := make([]merge.Row, 200)
 			for i := range rows {
 				rows[i] = merge.Row{g1.rand(), g2.rand()}
@@ -138,7 +139,7 @@ func b2i(b bool) int {
 }
 
 func TestKeyCanonicalFloats(t *testing.T) {
-	tbl := mkTable("f", []catalog.Column{{Name: "d", Type: tDouble}, {Name: "f", Type: tFloat}}, []int{0, 1}, nil, nil, 1)
+	tbl := rowtest.Table("f", []catalog.Column{{Name: "d", Type: rowtest.Double}, {Name: "f", Type: rowtest.Float}}, []int{0, 1}, nil, nil, 1)
 	nan1 := math.Float64frombits(0x7ff8000000000001)
 	nan2 := math.Float32frombits(0xffc00001)
 	if !bytes.Equal(EncodeKey(tbl, merge.Row{math.NaN(), float32(math.NaN())}), EncodeKey(tbl, merge.Row{nan1, nan2})) {
@@ -150,7 +151,7 @@ func TestKeyCanonicalFloats(t *testing.T) {
 }
 
 func TestKeyPrefixFree(t *testing.T) {
-	tbl := mkTable("s", []catalog.Column{{Name: "a", Type: tString}, {Name: "b", Type: tString}}, []int{0, 1}, nil, nil, 1)
+	tbl := rowtest.Table("s", []catalog.Column{{Name: "a", Type: rowtest.String}, {Name: "b", Type: rowtest.String}}, []int{0, 1}, nil, nil, 1)
 	pairs := [][2]merge.Row{
 		{{"a", "bc"}, {"ab", "c"}},
 		{{"a\x00", "b"}, {"a", "\x00b"}},
