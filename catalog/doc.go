@@ -20,7 +20,8 @@
 //
 // A table's location defaults to W/<db>.db/<table>, the directory of its table.json; table.json
 // then leaves "location" empty so that a moved or copied warehouse still works. A table created
-// with its own location keeps that absolute location. arrow_schema is not stored: it is derived
+// with its own location (which must lie inside W: location.go) stores it relative to W, for the
+// same reason. arrow_schema is not stored: it is derived
 // from the spec on load.
 //
 // Every metadata file is written atomically: a temporary file ".<name>.*.tmp" in the same

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/setats/setats/internal/culprit"
 	"github.com/setats/setats/proto/setatspb"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
@@ -172,6 +173,8 @@ func (c *hadoopCatalog) encodeTable(t *Table) ([]byte, error) {
 	info.ArrowSchema = nil
 	if t.Location == DefaultLocation(c.root, t.Database, t.Name) {
 		info.Spec.Location = ""
+	} else if rel, err := filepath.Rel(c.root, t.Location); err == nil && filepath.IsLocal(rel) {
+		info.Spec.Location = filepath.ToSlash(rel) // relative to the warehouse: a moved warehouse keeps working
 	}
 	data, err := protojson.MarshalOptions{Multiline: true, Indent: "  "}.Marshal(info)
 	if err != nil {
@@ -278,7 +281,7 @@ func (c *hadoopCatalog) CreateTable(spec *setatspb.TableSpec, ignoreIfExists boo
 				"table %s was dropped and its data is not removed yet; retry once the drop has finished", t.QualifiedName())
 		}
 	}
-	if err := c.checkLocation(t); err != nil {
+	if err := c.checkLocation(t, spec.GetLocation()); err != nil {
 		return nil, err
 	}
 	if !ok {
@@ -313,9 +316,17 @@ func (c *hadoopCatalog) CreateTable(spec *setatspb.TableSpec, ignoreIfExists boo
 	return t, nil
 }
 
-// checkLocation refuses a location that overlaps the location of another table (live or dropped
-// and not removed) or whose data directory already exists.
-func (c *hadoopCatalog) checkLocation(t *Table) error {
+// checkLocation refuses a location that CheckLocation refuses (ErrInvalid), that is the location
+// of another table, live or dropped and not removed (ErrAlreadyExists), that lies inside another
+// table's location or holds it (ErrInvalid), or whose data directory already exists
+// (ErrFailedPrecondition). given is the location the spec gave ("" for the default). On success
+// t's resolved location is set.
+func (c *hadoopCatalog) checkLocation(t *Table, given string) error {
+	real, err := CheckLocation(c.root, t, given)
+	if err != nil {
+		return err
+	}
+	t.realLocation = real
 	others := make([]*Table, 0, len(c.dropped))
 	for _, d := range c.dropped {
 		others = append(others, d)
@@ -326,9 +337,15 @@ func (c *hadoopCatalog) checkLocation(t *Table) error {
 		}
 	}
 	for _, o := range others {
-		if pathsOverlap(o.Location, t.Location) {
-			return errorf(ErrFailedPrecondition, "table %s: location %s overlaps location %s of table %s",
-				t.QualifiedName(), t.Location, o.Location, o.QualifiedName())
+		ol := c.realLocationOf(o)
+		switch {
+		case ol == real:
+			return errorf(ErrAlreadyExists, "table %s: location %s (%s) is already the location of table %s",
+				t.QualifiedName(), culprit.Quote(given), culprit.Quote(real), o.QualifiedName())
+		case pathsOverlap(ol, real):
+			return errorf(ErrInvalid, "table %s: location %s (%s) nests with location %s of table %s: "+
+				"no table's location may lie inside another's",
+				t.QualifiedName(), culprit.Quote(given), culprit.Quote(real), culprit.Quote(ol), o.QualifiedName())
 		}
 	}
 	data := filepath.Join(t.Location, dataDir)
@@ -340,6 +357,18 @@ func (c *hadoopCatalog) checkLocation(t *Table) error {
 		return errorf(ErrInternal, "table %s: check location %s: %w", t.QualifiedName(), t.Location, err)
 	}
 	return nil
+}
+
+// realLocationOf returns the resolved location of t, resolving it once (tables loaded from disk).
+// c.mu held for writing.
+func (c *hadoopCatalog) realLocationOf(t *Table) string {
+	if t.realLocation == "" {
+		t.realLocation = t.Location
+		if real, err := resolveExisting(t.Location); err == nil {
+			t.realLocation = real
+		}
+	}
+	return t.realLocation
 }
 
 func pathsOverlap(a, b string) bool {

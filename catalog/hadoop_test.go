@@ -336,7 +336,7 @@ func TestHadoopCatalogCrashLeftovers(t *testing.T) {
 func TestHadoopCatalogLocations(t *testing.T) {
 	wh := t.TempDir()
 	c := openT(t, wh)
-	own := t.TempDir()
+	own := filepath.Join(wh, "custom", "own")
 	spec := simpleSpec("db", "custom")
 	spec.Location = "file://" + own
 	tbl, err := c.CreateTable(spec, false, true)
@@ -346,12 +346,13 @@ func TestHadoopCatalogLocations(t *testing.T) {
 	if tbl.Location != own {
 		t.Fatalf("location %s, want %s", tbl.Location, own)
 	}
-	// Overlapping locations are refused.
-	for _, loc := range []string{own, filepath.Join(own, "sub")} {
-		s := simpleSpec("db", "other")
-		s.Location = loc
-		_, err := c.CreateTable(s, false, false)
-		wantKind(t, err, ErrFailedPrecondition, "db.other", "overlaps", "db.custom")
+	// A relative location is relative to the warehouse.
+	rel, err := c.CreateTable(func() *setatspb.TableSpec { s := simpleSpec("db", "rel"); s.Location = "custom/rel"; return s }(), false, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(wh, "custom", "rel"); rel.Location != want {
+		t.Fatalf("relative location %s, want %s", rel.Location, want)
 	}
 	// A data directory that no table owns is refused.
 	stray := filepath.Join(wh, "db.db", "stray")
@@ -361,7 +362,8 @@ func TestHadoopCatalogLocations(t *testing.T) {
 	_, err = c.CreateTable(simpleSpec("db", "stray"), false, false)
 	wantKind(t, err, ErrFailedPrecondition, "db.stray", filepath.Join(stray, "data"))
 
-	// A copied warehouse works where it is: default locations follow it, custom ones stay.
+	// A copied warehouse works where it is: default and custom locations (stored relative to
+	// the warehouse) follow it.
 	if _, err := c.CreateTable(simpleSpec("db", "plain"), false, false); err != nil {
 		t.Fatal(err)
 	}
@@ -381,8 +383,93 @@ func TestHadoopCatalogLocations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if custom.Location != own {
-		t.Errorf("moved custom location: %s, want %s", custom.Location, own)
+	if want := filepath.Join(moved, "custom", "own"); custom.Location != want {
+		t.Errorf("moved custom location: %s, want %s", custom.Location, want)
+	}
+}
+
+// TestHadoopCatalogLocationRefused: a location must resolve, symbolic links included, inside
+// the warehouse, outside other tables' (present or future) directories and the gateway's own,
+// and neither share nor nest with another table's location (SPEC section 14, issue 7 item 3).
+// Nothing of a refused location is created.
+func TestHadoopCatalogLocationRefused(t *testing.T) {
+	base := t.TempDir()
+	wh := filepath.Join(base, "wh")
+	outside := filepath.Join(base, "outside")
+	if err := os.MkdirAll(outside, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c := openT(t, wh)
+	s := simpleSpec("db", "first")
+	s.Location = "tables/first"
+	if _, err := c.CreateTable(s, false, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(wh, "escape")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(base, "nowhere"), filepath.Join(wh, "dangling")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(wh, "db.db"), filepath.Join(wh, "dbalias")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(wh, "afile"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	long := "/" + strings.Repeat("x", 1<<16)
+	for _, tc := range []struct {
+		name, loc string
+		kind      error
+		mentions  []string
+	}{
+		{"absolute outside", outside + "/t", ErrInvalid, []string{"db.other", "not inside the warehouse"}},
+		{"dot-dot escape", "../outside/t", ErrInvalid, []string{"not inside the warehouse", "../outside/t"}},
+		{"dot-dot deep", "a/../../../../../../etc", ErrInvalid, []string{"not inside the warehouse"}},
+		{"file URI root", "file:///", ErrInvalid, []string{"not inside the warehouse"}},
+		{"file URI outside", "file://" + outside, ErrInvalid, []string{"not inside the warehouse"}},
+		{"proc self", "/proc/self/cwd/x", ErrInvalid, []string{"not inside the warehouse"}},
+		{"symlink escape", "escape/t", ErrInvalid, []string{"resolves to", outside}},
+		{"dangling symlink", "dangling/t", ErrInvalid, []string{"dangling symbolic link"}},
+		{"through a file", "afile/t", ErrInvalid, []string{"not a directory"}},
+		{"NUL byte", "\x00", ErrInvalid, []string{"NUL"}},
+		{"warehouse itself", ".", ErrInvalid, []string{"not inside the warehouse"}},
+		{"another table's future directory", "db.db/future", ErrInvalid, []string{"database directory"}},
+		{"another database", "other.db/x", ErrInvalid, []string{"database directory"}},
+		{"database directory by a symlink", "dbalias/future", ErrInvalid, []string{"database directory"}},
+		{"reserved", "_subscriptions/x", ErrInvalid, []string{"reserves"}},
+		{"shared", "tables/first", ErrAlreadyExists, []string{"db.first", "already the location"}},
+		{"shared by a file URI", "file://" + filepath.Join(wh, "tables", "first"), ErrAlreadyExists, []string{"db.first"}},
+		{"nested inside", "tables/first/sub", ErrInvalid, []string{"nests", "db.first"}},
+		{"holding another", "tables", ErrInvalid, []string{"nests", "db.first"}},
+		{"long outside, truncated", long, ErrInvalid, []string{"bytes)"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := simpleSpec("db", "other")
+			s.Location = tc.loc
+			_, err := c.CreateTable(s, false, true)
+			wantKind(t, err, tc.kind, tc.mentions...)
+			if len(err.Error()) > 2048 {
+				t.Errorf("error of %d bytes", len(err.Error()))
+			}
+			if _, err := c.GetTable("db", "other"); err == nil {
+				t.Fatal("table created")
+			}
+		})
+	}
+	if ents, err := os.ReadDir(outside); err != nil || len(ents) != 0 {
+		t.Errorf("outside the warehouse: %v %v", ents, err)
+	}
+	for _, p := range []string{filepath.Join(base, "nowhere"), filepath.Join(wh, "db.db", "future")} {
+		if _, err := os.Lstat(p); err == nil {
+			t.Errorf("%s was created", p)
+		}
+	}
+	// The table's own default location, given explicitly, is fine.
+	s = simpleSpec("db", "explicit")
+	s.Location = filepath.Join(wh, "db.db", "explicit")
+	if _, err := c.CreateTable(s, false, false); err != nil {
+		t.Fatal(err)
 	}
 }
 

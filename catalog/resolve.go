@@ -96,7 +96,9 @@ func DefaultLocation(warehouseDir, database, table string) string {
 //   - options only those of AllowedOptions, booleans "true"/"false" (any case, stored lower
 //     case), changelog.retention.ms a positive integer;
 //   - location "" means DefaultLocation; else a path or file: URI (a relative path is relative
-//     to the warehouse directory). Info.spec.location holds it as a file:/// URI.
+//     to the warehouse directory), without NUL bytes. Info.spec.location holds it as a file:///
+//     URI. Whether it lies inside the warehouse is checked with I/O, by CheckLocation, when the
+//     catalog creates the table.
 func ResolveSpec(spec *setatspb.TableSpec, defaults Options) (*Table, error) {
 	if spec == nil {
 		return nil, newError(ErrInvalid, "table spec is missing")
@@ -224,6 +226,9 @@ func ResolveSpec(spec *setatspb.TableSpec, defaults Options) (*Table, error) {
 		return nil, fail("%s", err.Error())
 	}
 
+	if strings.IndexByte(spec.GetLocation(), 0) >= 0 {
+		return nil, fail("location %s holds a NUL byte", culprit.Quote(spec.GetLocation()))
+	}
 	if spec.GetLocation() == "" {
 		t.Location = DefaultLocation(root, db, name)
 	} else if t.Location, err = localPath("location", spec.GetLocation(), root); err != nil {

@@ -49,6 +49,9 @@ type Table struct {
 	// Location is the absolute local directory of the table's data; the store keeps its files
 	// under Location/data.
 	Location string
+	// realLocation is Location with its symbolic links resolved (CheckLocation), which overlap
+	// checks compare; "" until the catalog resolved it.
+	realLocation string
 	// Schema is the Arrow schema of the table's columns in table order (see ArrowSchema).
 	Schema *arrow.Schema
 }
