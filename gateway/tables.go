@@ -211,6 +211,7 @@ func (s *Server) storeOptions(tbl *catalog.Table, label string) store.Options {
 		Cache:              s.cache,
 		Logger:             s.log.With("component", "store"),
 		FS:                 s.opts.StoreFS,
+		MaxRowBytes:        s.maxRowBytes(),
 		OnCommit:           func(c store.Commit) { s.committed(tbl, label, c) },
 		OnFailure:          func(err error) { s.storageFailed(label, err) },
 	}

@@ -39,6 +39,10 @@ type Options struct {
 	// lookup of new keys (about 12 bytes per key): 0 means DefaultKeyIndexMaxKeys, < 0 turns
 	// the index off. A table with more keys drops its index and looks every key up.
 	KeyIndexMaxKeys int
+	// MaxRowBytes caps the size of a stored row, as row.RowBytes counts it (the row data DoGet
+	// sends): a write whose merged row is larger fails with ErrInvalid naming the column and
+	// nothing of its batch is applied. 0 means DefaultMaxRowBytes (16 MiB).
+	MaxRowBytes int
 	// Logger receives Pebble's and the store's log lines; nil means slog.Default().
 	Logger *slog.Logger
 	// ViewLeaseMs is how long a snapshot view lives without a Scan (snapshot.go); <= 0 means

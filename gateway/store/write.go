@@ -304,6 +304,12 @@ func (t *Table) prepare(g *group, b *row.Batch, commitMs int64) {
 		if len(changes) == 0 {
 			continue
 		}
+		if next != nil {
+			if err := t.checkRowSize(next, r); err != nil {
+				g.err, g.errRow = err, r
+				return
+			}
+		}
 		s.cur = next
 		s.dirty = true
 		if !tbl.ChangelogEnabled {
