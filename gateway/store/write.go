@@ -305,6 +305,10 @@ func (t *Table) prepare(g *group, b *row.Batch, commitMs int64) {
 			continue
 		}
 		if next != nil {
+			if err := t.checkNotNull(next, r); err != nil {
+				g.err, g.errRow = err, r
+				return
+			}
 			if err := t.checkRowSize(next, r); err != nil {
 				g.err, g.errRow = err, r
 				return

@@ -18,6 +18,23 @@ func (t *Table) maxRowBytes() int {
 	return DefaultMaxRowBytes
 }
 
+// checkNotNull fails with ErrInvalid when the row r (the merged row a write would store, batch
+// row index i) has no value in a NOT NULL column: a new key written without that column (a sink
+// that declares a subset of the columns), with no stored row to supply it (SPEC section 3; the
+// read schema marks the column non-nullable). Nulls written explicitly are refused earlier, by
+// row.Batch.Validate.
+func (t *Table) checkNotNull(r merge.Row, i int32) error {
+	for c := range t.tbl.Columns {
+		if t.tbl.Columns[c].NotNull && r[c] == nil {
+			return errorf(ErrInvalid,
+				"table %s: row %d: column %s is NOT NULL and the row has no value for it: the write does not declare it "+
+					"and no stored row of the key supplies it; nothing of the batch was applied",
+				t.tbl.QualifiedName(), i, t.tbl.Columns[c].Name)
+		}
+	}
+	return nil
+}
+
 // checkRowSize fails with ErrInvalid when the row r (the merged row a write would store, batch
 // row index i) is larger than the cap, naming the table, the batch row, its largest column and
 // the sizes.
