@@ -236,14 +236,14 @@ func TestRetentionCoversUnopenedTables(t *testing.T) {
 // --max-message-bytes, ResourceExhausted on every retry), whatever max_batch_rows asks for, and a
 // row larger than the batch budget goes alone.
 func TestDoGetBatchLimits(t *testing.T) {
-	g := startGateway(t, func(o *Options) { o.MaxMessageBytes = 256 << 10 })
+	g := startGateway(t, func(o *Options) { o.MaxMessageBytes = 8 << 20 })
 	g.createTable("default", "big", 1, idV, []string{"id"}, nil)
 	desc := writeCmd(t, &setatspb.WriteCommand{Table: "big"})
 	var want []string
-	for b := 0; b < 3; b++ { // 3 batches of 10 rows of 20 KiB: each within the 256 KiB limit
+	for b := 0; b < 3; b++ { // 3 batches of 10 rows of 160 KiB: each within the 8 MiB limit
 		ids, vs := make([]int32, 10), make([]string, 10)
 		for i := range ids {
-			ids[i], vs[i] = int32(b*10+i), strings.Repeat(string(rune('a'+b)), 20<<10)
+			ids[i], vs[i] = int32(b*10+i), strings.Repeat(string(rune('a'+b)), 160<<10)
 			want = append(want, fmt.Sprintf("+I %d %d", ids[i], len(vs[i])))
 		}
 		rec := intStrRecord(g.mem, nil, ids, vs)
@@ -253,12 +253,12 @@ func TestDoGetBatchLimits(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	huge := intStrRecord(g.mem, nil, []int32{99}, []string{strings.Repeat("h", 200<<10)}) // above the 128 KiB budget
+	huge := intStrRecord(g.mem, nil, []int32{99}, []string{strings.Repeat("h", 1536<<10)}) // above the 1 MiB budget, below the 2 MiB row cap
 	if _, err := g.put(desc, huge); err != nil {
 		t.Fatal(err)
 	}
 	huge.Release()
-	want = append(want, fmt.Sprintf("+I 99 %d", 200<<10))
+	want = append(want, fmt.Sprintf("+I 99 %d", 1536<<10))
 	read := func(tk *setatspb.ChangelogTicket, n int) (rows []string, batches []int64) {
 		ctx, cancel := context.WithCancel(g.ctx)
 		defer cancel()
@@ -290,7 +290,7 @@ func TestDoGetBatchLimits(t *testing.T) {
 		if !reflect.DeepEqual(rows, want) {
 			t.Fatalf("follow %v: rows %q, want %q", follow, rows, want)
 		}
-		// 6 rows of 20 KiB fit the 128 KiB budget, 7 do not; the 200 KiB row goes alone.
+		// 6 rows of 160 KiB fit the 1 MiB budget, 7 do not; the 1.5 MiB row goes alone.
 		if want := []int64{6, 6, 6, 6, 6, 1}; !reflect.DeepEqual(batches, want) {
 			t.Fatalf("follow %v: record batches of %v rows, want %v", follow, batches, want)
 		}

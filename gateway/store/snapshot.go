@@ -78,7 +78,7 @@ func (t *Table) OpenSnapshot(ctx context.Context, id BucketID) (*SnapshotView, e
 			t.tbl.QualifiedName(), n)
 	}
 	t.mu.Lock()
-	b := t.bucketFor(id)
+	b := t.holdBucket(id)
 	t.mu.Unlock()
 	b.wmu.Lock()
 	snap := t.db.NewSnapshot()
@@ -86,6 +86,9 @@ func (t *Table) OpenSnapshot(ctx context.Context, id BucketID) (*SnapshotView, e
 	m, _ := b.writerMeta()
 	t.mu.Unlock()
 	b.wmu.Unlock()
+	t.mu.Lock()
+	t.releaseBucket(b)
+	t.mu.Unlock()
 	v := &SnapshotView{t: t, id: id, prefix: appendStateKey(nil, b.prefix), end: m.end, snap: snap,
 		leaseEnd: t.clock() + t.viewLeaseMs()}
 	t.viewMu.Lock()

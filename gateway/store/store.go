@@ -158,6 +158,10 @@ type bucket struct {
 	followers int
 	tail      []chunk
 	tailBytes int
+	// refs counts the calls holding a pointer to the bucket (writers between grouping and the
+	// end of Apply, a snapshot open), guarded by Table.mu: a bucket that does not exist on disk
+	// is forgotten once nothing holds or follows it (Table.releaseBucket).
+	refs int
 }
 
 // Open opens (creating when needed) the Pebble DB of tbl at tbl.Location/data and rebuilds the
@@ -351,6 +355,45 @@ func (t *Table) bucketFor(id BucketID) *bucket {
 	return b
 }
 
+// holdBucket is bucketFor that also counts a reference, which releaseBucket drops. Called with
+// t.mu held.
+func (t *Table) holdBucket(id BucketID) *bucket {
+	b := t.bucketFor(id)
+	b.refs++
+	return b
+}
+
+// releaseBucket drops a reference of holdBucket, and forgets b when it is a placeholder nothing
+// uses any more. Called with t.mu held.
+func (t *Table) releaseBucket(b *bucket) {
+	b.refs--
+	t.forgetIfUnused(b)
+}
+
+// forgetIfUnused removes b from the table when it does not exist on disk and nothing holds,
+// follows or queues a write to it, waking its waiters (a waiter re-reads and waits again): a
+// reader that followed a partition that was never written leaves nothing behind (issue 7 item 4:
+// follow DoGets on partitions that do not exist used to grow the heap for good). Called with
+// t.mu held.
+func (t *Table) forgetIfUnused(b *bucket) {
+	if b.exists || b.refs > 0 || b.followers > 0 || len(b.queue) > 0 || t.buckets[b.id] != b {
+		return
+	}
+	for off, ch := range b.waiters {
+		close(ch)
+		delete(b.waiters, off)
+	}
+	delete(t.buckets, b.id)
+}
+
+// bucketCount returns how many buckets the table keeps in memory, placeholders included
+// (tests).
+func (t *Table) bucketCount() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.buckets)
+}
+
 // Buckets returns the offsets of every bucket that ever got a row, sorted by partition, then
 // bucket.
 func (t *Table) Buckets() []BucketOffsets {
@@ -398,9 +441,12 @@ func (b *bucket) publish(m meta) {
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 // Wait returns a channel that is closed as soon as the end offset of bucket id exceeds offset
-// (at once when it already does), or when the table closes. The bucket need not exist yet.
-// Waiters for the same (bucket, offset) share one channel, so abandoning a Wait costs nothing
-// lasting. Wakeups come from commits in this process: there is no polling.
+// (at once when it already does), or when the table closes. The bucket need not exist yet; the
+// waiter of a bucket that does not exist is kept only while the bucket is followed (Follow):
+// once its last follower leaves, the channel is closed and the bucket forgotten, so call Wait
+// for such a bucket only while following it. Waiters for the same (bucket, offset) share one
+// channel, so abandoning a Wait costs nothing lasting. A spurious wakeup is possible (re-check
+// the offsets). Wakeups come from commits in this process: there is no polling.
 func (t *Table) Wait(id BucketID, offset int64) <-chan struct{} {
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -24,7 +24,8 @@ func chunkSize(c chunk) int { return chunkHeader + len(c.rows) }
 // Follow registers a reader that follows the end of bucket id (the bucket need not exist yet)
 // and returns the function that unregisters it (safe to call more than once). While a bucket
 // has followers the store keeps its newest published changelog rows (up to 128 KiB of chunks) in
-// memory, and Read serves them without a Pebble iterator.
+// memory, and Read serves them without a Pebble iterator. When the last follower of a bucket
+// that was never written leaves, the bucket is forgotten (Table.forgetIfUnused).
 func (t *Table) Follow(id BucketID) (unfollow func()) {
 	t.mu.Lock()
 	b := t.bucketFor(id)
@@ -37,6 +38,7 @@ func (t *Table) Follow(id BucketID) (unfollow func()) {
 			b.followers--
 			if b.followers == 0 {
 				b.tail, b.tailBytes = nil, 0
+				t.forgetIfUnused(b)
 			}
 			t.mu.Unlock()
 		})

@@ -111,6 +111,11 @@ func (t *Table) apply(ctx context.Context, b *row.Batch) (*Pending, error) {
 		for _, g := range groups {
 			g.b.wmu.Unlock()
 		}
+		t.mu.Lock()
+		for _, g := range groups {
+			t.releaseBucket(g.b) // a failed write to a new bucket leaves nothing behind
+		}
+		t.mu.Unlock()
 	}()
 	if err := ctx.Err(); err != nil {
 		return nil, contextError(err)
@@ -212,7 +217,7 @@ func (t *Table) apply(ctx context.Context, b *row.Batch) (*Pending, error) {
 }
 
 // groupRows assigns every row to its bucket and returns the groups sorted by bucket (the lock
-// order).
+// order), holding a reference to each bucket (holdBucket) that apply releases.
 func (t *Table) groupRows(b *row.Batch) []*group {
 	tbl := t.tbl
 	type gkey struct {
@@ -233,7 +238,7 @@ func (t *Table) groupRows(b *row.Batch) []*group {
 		k := gkey{part, buckethash.Bucket(tbl, r)}
 		g := byKey[k]
 		if g == nil {
-			g = &group{b: t.bucketFor(BucketID{Partition: k.part, Bucket: k.bucket})}
+			g = &group{b: t.holdBucket(BucketID{Partition: k.part, Bucket: k.bucket})}
 			byKey[k] = g
 			groups = append(groups, g)
 		}
