@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"golang.org/x/crypto/bcrypt"
@@ -206,6 +207,28 @@ func TestAuthorizeEveryCall(t *testing.T) {
 		{"DoGet", "read", "shop.orders", func(g *testGateway, _ string) error {
 			rows, err := g.readStream(ticket(g.t, &setatspb.ChangelogTicket{Database: "shop", Table: "orders", Bucket: 0}))
 			_ = rows
+			return err
+		}},
+		{"GetFlightInfo snapshot", "read", "shop.orders", func(g *testGateway, _ string) error {
+			info, err := g.client.GetFlightInfo(g.ctx, &flight.FlightDescriptor{Type: flight.DescriptorPATH, Path: []string{"shop.orders"}})
+			if err == nil {
+				for _, ep := range info.Endpoint { // read them, so that no view stays pinned
+					if _, _, _, err := g.snapRows(ep.GetTicket().GetTicket()); err != nil {
+						return err
+					}
+				}
+			}
+			return err
+		}},
+		{"DoGet snapshot", "read", "shop.orders", func(g *testGateway, _ string) error {
+			_, _, _, err := g.snapRows(ticket(g.t, &setatspb.ChangelogTicket{Database: "shop", Table: "orders", Snapshot: &setatspb.SnapshotRead{}}))
+			return err
+		}},
+		{"DoExchange lookup", "read", "shop.orders", func(g *testGateway, _ string) error {
+			l := g.openLookup(&setatspb.LookupCommand{Database: "shop", Table: "orders"},
+				arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int32}}, nil))
+			defer l.close()
+			_, err := l.lookup(intRecord(g.mem, 1))
 			return err
 		}},
 		{"DoPut", "write", "shop.orders", func(g *testGateway, _ string) error {

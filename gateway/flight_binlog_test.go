@@ -178,8 +178,12 @@ func TestSnapshotDoGet(t *testing.T) {
 	if err != nil || strings.Join(kindsOf(ch), " ") != "-U +U" {
 		t.Fatalf("catch-up with max_key: %q %v", ch, err)
 	}
-	_, _, err = g.readSnapshot(&setatspb.ChangelogTicket{Table: "snap", Snapshot: &setatspb.SnapshotRead{Columns: []string{"v"}}})
-	wantCode(t, err, codes.Unimplemented, "columns")
+	rows, _, err = g.readSnapshot(&setatspb.ChangelogTicket{Table: "snap", Snapshot: &setatspb.SnapshotRead{Columns: []string{"v"}}})
+	if err != nil || strings.Join(rows, " ") != "[a2] [b] [c] [e]" {
+		t.Fatalf("projected snapshot: %q %v", rows, err)
+	}
+	_, _, err = g.readSnapshot(&setatspb.ChangelogTicket{Table: "snap", Snapshot: &setatspb.SnapshotRead{Columns: []string{"nope"}}})
+	wantCode(t, err, codes.InvalidArgument, "nope")
 }
 
 // readSnapshot reads a snapshot DoGet and prints its rows as "[id, v]" with E from the metadata.

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/flight"
@@ -11,6 +12,7 @@ import (
 	"github.com/setats/setats/catalog"
 	"github.com/setats/setats/gateway/row"
 	"github.com/setats/setats/gateway/store"
+	"github.com/setats/setats/internal/culprit"
 	"github.com/setats/setats/proto/setatspb"
 )
 
@@ -76,6 +78,15 @@ func (s *Server) parseReadDescriptor(d *flight.FlightDescriptor) (readRequest, e
 	}
 	switch d.GetType() {
 	case flight.DescriptorPATH:
+		if p := d.GetPath(); len(p) == 1 && strings.Contains(p[0], ".") {
+			// ["db.table"], as SQL engines' Flight table functions send it: a snapshot read of
+			// every column and partition (flight_snapshot_plan.go).
+			db, table, _ := strings.Cut(p[0], ".")
+			if db == "" || table == "" {
+				return readRequest{}, status.Errorf(codes.InvalidArgument, "PATH descriptor %s: want \"db.table\"", culprit.Quote(p[0]))
+			}
+			return readRequest{cmd: &setatspb.ReadCommand{Database: db, Table: table, Snapshot: &setatspb.SnapshotRead{}}}, nil
+		}
 		db, table, err := pathTable(d.GetPath())
 		if err != nil {
 			return readRequest{}, err
@@ -107,7 +118,8 @@ func tableSchema(t *catalog.Table) *arrow.Schema {
 }
 
 // GetSchema answers the changelog schema of the table named by a PATH descriptor or a
-// ReadCommand.
+// ReadCommand; for a snapshot read (ReadCommand.snapshot, PATH ["db.table"]) the snapshot schema
+// with its projection.
 func (f *flightService) GetSchema(ctx context.Context, d *flight.FlightDescriptor) (*flight.SchemaResult, error) {
 	s := f.s
 	req, err := s.parseReadDescriptor(d)
@@ -121,10 +133,18 @@ func (f *flightService) GetSchema(ctx context.Context, d *flight.FlightDescripto
 	if err != nil {
 		return nil, err
 	}
+	if sr := req.cmd.GetSnapshot(); sr != nil {
+		cols, err := snapshotColumns(t, sr.GetColumns())
+		if err != nil {
+			return nil, err
+		}
+		return &flight.SchemaResult{Schema: flight.SerializeSchema(snapshotSchema(t, cols), s.mem)}, nil
+	}
 	return &flight.SchemaResult{Schema: flight.SerializeSchema(tableSchema(t), s.mem)}, nil
 }
 
 // GetFlightInfo answers the changelog schema and one endpoint per (partition, bucket), ordered
+// (a snapshot read, ReadCommand.snapshot or PATH ["db.table"], is planned by planSnapshot),
 // by partition then bucket (bucketsOf), whose ticket is a ChangelogTicket in the request's
 // encoding (binary for a PATH descriptor). The start position is carried over, except LATEST,
 // which is resolved here to each bucket's end offset so that no row written between planning and
@@ -142,6 +162,9 @@ func (f *flightService) GetFlightInfo(ctx context.Context, d *flight.FlightDescr
 	ot, err := s.openTable(cmd.GetDatabase(), cmd.GetTable())
 	if err != nil {
 		return nil, err
+	}
+	if cmd.GetSnapshot() != nil {
+		return s.planSnapshot(ctx, d, req, ot) // flight_snapshot_plan.go
 	}
 	var buckets []store.BucketOffsets
 	if err := ot.use(s, func(st *storeTable) error {

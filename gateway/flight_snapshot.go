@@ -8,33 +8,61 @@ import (
 
 	"github.com/setats/setats/gateway/row"
 	"github.com/setats/setats/gateway/store"
+	"github.com/setats/setats/internal/culprit"
 	"github.com/setats/setats/proto/setatspb"
 )
 
 // doGetSnapshot streams the merged rows of one bucket at one consistent view (SPEC sections 9
-// and 13; ChangelogTicket.snapshot): it opens a store.SnapshotView (end offset E, durable),
-// sends the schema row.SnapshotSchema with E in its metadata, then the rows after the ticket's
-// after_key in primary-key order, in record batches of at most max_batch_rows rows and about
-// MaxBatchBytes bytes. Memory per stream is one batch: the view is read page by page, each
-// page with its own short-lived iterator. The view is released when the stream ends.
-// Errors: Unimplemented (projection or partition filters, not served yet), ResourceExhausted
-// (too many views open), Aborted (the view's lease ran out: resume after the last key).
+// and 13; ChangelogTicket.snapshot): the view pinned by GetFlightInfo when the ticket names one
+// (snapshot.view_id), else a new store.SnapshotView (end offset E, durable). It sends the schema
+// row.ProjectedSnapshotSchema (`_key`, then the projected columns) with E in its metadata, then
+// the rows after the ticket's after_key in primary-key order, in record batches of at most
+// max_batch_rows rows and about MaxBatchBytes bytes. Memory per stream is one batch whatever the
+// table size: the view is read page by page, each page with its own short-lived iterator. With
+// snapshot.partitions set and the ticket's partition not among them the stream has no row. A new
+// view is released when the stream ends; a pinned one when the stream reaches its end (a broken
+// stream leaves it to its lease, so that a reader can resume on it).
+// Errors: InvalidArgument (unknown columns or partitions, a view id of another bucket),
+// ResourceExhausted (too many views open), Aborted (the view was released: plan again, or resume
+// after the last key with a new view).
 func (s *Server) doGetSnapshot(ot *openTable, id store.BucketID, t *setatspb.ChangelogTicket, stream flight.FlightService_DoGetServer) error {
 	sr := t.GetSnapshot()
 	where := bucketName(ot.label, id)
-	if len(sr.GetColumns()) > 0 || len(sr.GetPartitions()) > 0 {
-		return status.Errorf(codes.Unimplemented, "%s: snapshot reads with columns or partitions are not served yet; leave them empty", where)
+	cols, err := snapshotColumns(ot.tbl, sr.GetColumns())
+	if err != nil {
+		return err
+	}
+	var parts map[string]bool
+	if err := ot.use(s, func(st *storeTable) error {
+		var err error
+		parts, err = snapshotPartitions(ot.tbl, st, sr.GetPartitions())
+		return err
+	}); err != nil {
+		return err
 	}
 	ctx := stream.Context()
 	var view *store.SnapshotView
-	if err := ot.use(s, func(st *storeTable) error {
-		var err error
-		view, err = st.OpenSnapshot(ctx, id)
-		return err
-	}); err != nil {
-		return wrapStatus(err, "%s: snapshot", where)
+	viewID := sr.GetViewId()
+	if viewID != "" {
+		pv := s.views.get(viewID)
+		if pv == nil || pv.tableID != ot.tbl.Info.GetTableId() {
+			return status.Errorf(codes.Aborted, "%s: snapshot view %s was released (stream finished, lease expired or table closed) or never existed: call GetFlightInfo again",
+				where, culprit.Quote(viewID))
+		}
+		if pv.view.Bucket() != id {
+			return status.Errorf(codes.InvalidArgument, "%s: snapshot view %s belongs to another bucket", where, culprit.Quote(viewID))
+		}
+		view = pv.view
+	} else {
+		if err := ot.use(s, func(st *storeTable) error {
+			var err error
+			view, err = st.OpenSnapshot(ctx, id)
+			return err
+		}); err != nil {
+			return wrapStatus(err, "%s: snapshot", where)
+		}
+		defer view.Release()
 	}
-	defer view.Release()
 
 	maxRows := int(t.GetMaxBatchRows())
 	if maxRows <= 0 {
@@ -42,10 +70,10 @@ func (s *Server) doGetSnapshot(ot *openTable, id store.BucketID, t *setatspb.Cha
 	}
 	maxRows = min(maxRows, MaxBatchRows)
 	maxBytes := min(MaxBatchBytes, s.opts.MaxMessageBytes/2)
-	schema := row.SnapshotSchema(ot.tbl, id.Partition, id.Bucket, view.EndOffset())
+	schema := row.ProjectedSnapshotSchema(ot.tbl, cols, id.Partition, id.Bucket, view.EndOffset())
 	w := flight.NewRecordWriter(stream, ipc.WithSchema(schema), ipc.WithAllocator(s.mem))
 	defer w.Close()
-	bld := row.NewSnapshotBuilder(s.mem, ot.tbl, schema)
+	bld := row.NewProjectedSnapshotBuilder(s.mem, ot.tbl, cols, schema)
 	defer bld.Release()
 	s.metrics.openStreams.Inc()
 	defer s.metrics.openStreams.Dec()
@@ -54,6 +82,7 @@ func (s *Server) doGetSnapshot(ot *openTable, id store.BucketID, t *setatspb.Cha
 	if len(after) == 0 {
 		after = nil
 	}
+	filtered := parts != nil && !parts[id.Partition]
 	var page []store.SnapshotRow
 	sent := false
 	for {
@@ -61,13 +90,15 @@ func (s *Server) doGetSnapshot(ot *openTable, id store.BucketID, t *setatspb.Cha
 			return nil
 		}
 		var more bool
-		err := ot.use(s, func(*storeTable) error {
-			var err error
-			page, more, err = view.Scan(after, maxRows, maxBytes, page[:0])
-			return err
-		})
-		if err != nil {
-			return wrapStatus(err, "%s: snapshot at offset %d", where, view.EndOffset())
+		if !filtered {
+			err := ot.use(s, func(*storeTable) error {
+				var err error
+				page, more, err = view.Scan(after, maxRows, maxBytes, page[:0])
+				return err
+			})
+			if err != nil {
+				return wrapStatus(err, "%s: snapshot at offset %d", where, view.EndOffset())
+			}
 		}
 		for _, r := range page {
 			if err := bld.Append(r.Key, r.Row); err != nil {
@@ -87,6 +118,9 @@ func (s *Server) doGetSnapshot(ot *openTable, id store.BucketID, t *setatspb.Cha
 			sent = true
 		}
 		if !more {
+			if viewID != "" {
+				s.views.release(viewID) // read to its end
+			}
 			return nil
 		}
 	}

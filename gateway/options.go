@@ -31,6 +31,8 @@ const (
 	DefaultLogLevel           = "info"
 	DefaultLogFormat          = "text"
 	DefaultShutdownTimeout    = 10 * time.Second
+	// DefaultSnapshotLease is how long a snapshot view lives without a read (--snapshot-lease).
+	DefaultSnapshotLease = 10 * time.Minute
 	// DefaultMaxBatchRows is the rows per DoGet record batch when a ChangelogTicket leaves
 	// max_batch_rows at 0 (proto ChangelogTicket.max_batch_rows).
 	DefaultMaxBatchRows = 4096
@@ -91,6 +93,10 @@ type Options struct {
 	// ShutdownTimeout bounds how long Shutdown waits for in-flight calls (writes) to finish before
 	// it cuts the remaining ones. Idle DoPut streams end at once. Default 10s.
 	ShutdownTimeout time.Duration
+	// SnapshotLease is how long a snapshot view (SPEC section 13: pinned by GetFlightInfo or
+	// opened by a snapshot DoGet) lives without a read before the retention pass releases it
+	// (checked every RetentionInterval). Default 10m.
+	SnapshotLease time.Duration
 	// StoreFS is the filesystem the table stores use; nil is the operating system's. Tests inject
 	// fault-injecting ones (Pebble's vfs/errorfs). Not a flag.
 	StoreFS vfs.FS
@@ -146,6 +152,9 @@ func (o *Options) SetDefaults() {
 	if o.ShutdownTimeout == 0 {
 		o.ShutdownTimeout = DefaultShutdownTimeout
 	}
+	if o.SnapshotLease == 0 {
+		o.SnapshotLease = DefaultSnapshotLease
+	}
 	o.Security.setDefaults()
 	if o.Clock == nil {
 		o.Clock = func() int64 { return time.Now().UnixMilli() }
@@ -183,6 +192,9 @@ func (o *Options) Validate() error {
 			return err
 		}
 	}
+	if o.SnapshotLease < time.Millisecond {
+		return fmt.Errorf("--snapshot-lease must be >= 1ms, got %s", o.SnapshotLease)
+	}
 	if o.ShutdownTimeout < 0 {
 		return fmt.Errorf("shutdown timeout must be >= 0, got %s", o.ShutdownTimeout)
 	}
@@ -214,6 +226,7 @@ func (o *Options) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.LogLevel, "log-level", DefaultLogLevel, "log level: debug, info, warn, error")
 	fs.StringVar(&o.LogFormat, "log-format", DefaultLogFormat, "log format: text or json")
 	fs.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", DefaultShutdownTimeout, "on SIGTERM, how long batches in flight may take to finish before the remaining calls are cut (Go duration); idle streams end at once")
+	fs.DurationVar(&o.SnapshotLease, "snapshot-lease", DefaultSnapshotLease, "how long a snapshot view lives without a read before it is released (Go duration; checked every --retention-interval)")
 	fs.StringVar(&o.ReadyFile, "ready-file", "", "when set, write {flight_addr, admin_addr, nats_url, warehouse} as JSON to this path once serving")
 	o.Security.registerFlags(fs)
 }

@@ -23,7 +23,7 @@ func TestOptionsFlagsEnv(t *testing.T) {
 				want := Options{FlightAddr: "127.0.0.1:8815", AdminAddr: "127.0.0.1:8816", Warehouse: "./warehouse", DefaultBucketCount: 4,
 					ChangelogRetention: 24 * time.Hour, RetentionInterval: time.Minute, NATSListen: "127.0.0.1:4222",
 					MaxMessageBytes: 64 << 20, BlockCacheBytes: 192 << 20, LogLevel: "info", LogFormat: "text",
-					ShutdownTimeout: 10 * time.Second, Version: Version,
+					ShutdownTimeout: 10 * time.Second, SnapshotLease: 10 * time.Minute, Version: Version,
 					Security: Security{TokenTTL: time.Hour, UsersReloadInterval: 2 * time.Second}}
 				got := *o
 				got.Clock, got.Logger = nil, nil

@@ -47,6 +47,8 @@ type Server struct {
 	removeMu sync.Mutex
 	// cache is the Pebble block cache shared by the table stores (--block-cache-bytes).
 	cache *pebble.Cache
+	// views holds the snapshot views pinned by GetFlightInfo (flight_snapshot_plan.go).
+	views pinnedViews
 
 	// auth checks users and grants (nil without --users-file: everything allowed); tls is the
 	// TLS material (nil without --tls-cert). See server_security.go.

@@ -214,5 +214,6 @@ func (s *Server) storeOptions(tbl *catalog.Table, label string) store.Options {
 		MaxRowBytes:        s.maxRowBytes(),
 		OnCommit:           func(c store.Commit) { s.committed(tbl, label, c) },
 		OnFailure:          func(err error) { s.storageFailed(label, err) },
+		ViewLeaseMs:        s.opts.SnapshotLease.Milliseconds(),
 	}
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/setats/setats/catalog"
 	"github.com/setats/setats/merge"
@@ -25,30 +26,56 @@ const (
 // null), then the table's columns in table order as in tbl.Schema, with schema metadata
 // setats.partition, setats.bucket and setats.snapshot.end_offset = endOffset.
 func SnapshotSchema(tbl *catalog.Table, partition string, bucket int32, endOffset int64) *arrow.Schema {
+	return ProjectedSnapshotSchema(tbl, nil, partition, bucket, endOffset)
+}
+
+// ProjectedSnapshotSchema is SnapshotSchema with only the table columns at the indexes cols, in
+// that order, after `_key` (nil: every column in table order; SnapshotRead.columns).
+func ProjectedSnapshotSchema(tbl *catalog.Table, cols []int, partition string, bucket int32, endOffset int64) *arrow.Schema {
+	all := ChangelogSchema(tbl, partition, bucket).Fields()[3:]
 	fields := make([]arrow.Field, 0, 1+len(tbl.Columns))
 	fields = append(fields, arrow.Field{Name: ColKey, Type: arrow.BinaryTypes.Binary})
-	fields = append(fields, ChangelogSchema(tbl, partition, bucket).Fields()[3:]...)
+	if cols == nil {
+		fields = append(fields, all...)
+	} else {
+		for _, c := range cols {
+			fields = append(fields, all[c])
+		}
+	}
 	md := arrow.NewMetadata([]string{MetaPartition, MetaBucket, MetaSnapshotEndOffset},
 		[]string{partition, strconv.Itoa(int(bucket)), strconv.FormatInt(endOffset, 10)})
 	return arrow.NewSchema(fields, &md)
 }
 
 // SnapshotBuilder accumulates snapshot rows and turns them into record batches of
-// SnapshotSchema. Not safe for concurrent use; Release when done.
+// SnapshotSchema (or ProjectedSnapshotSchema). Not safe for concurrent use; Release when done.
 type SnapshotBuilder struct {
 	tbl   *catalog.Table
 	rb    *array.RecordBuilder
 	key   *array.BinaryBuilder
+	proj  []int // table column of each output column
 	cols  []func(v any) bool
 	bytes int
 }
 
 // NewSnapshotBuilder returns a builder for schema, which must be SnapshotSchema(tbl, ...).
 func NewSnapshotBuilder(mem memory.Allocator, tbl *catalog.Table, schema *arrow.Schema) *SnapshotBuilder {
+	return NewProjectedSnapshotBuilder(mem, tbl, nil, schema)
+}
+
+// NewProjectedSnapshotBuilder returns a builder for schema, which must be
+// ProjectedSnapshotSchema(tbl, cols, ...); Append still takes full rows.
+func NewProjectedSnapshotBuilder(mem memory.Allocator, tbl *catalog.Table, cols []int, schema *arrow.Schema) *SnapshotBuilder {
+	if cols == nil {
+		cols = make([]int, len(tbl.Columns))
+		for c := range cols {
+			cols[c] = c
+		}
+	}
 	rb := array.NewRecordBuilder(mem, schema)
-	b := &SnapshotBuilder{tbl: tbl, rb: rb, key: rb.Field(0).(*array.BinaryBuilder), cols: make([]func(any) bool, len(tbl.Columns))}
-	for c := range tbl.Columns {
-		b.cols[c] = valueAppender(rb.Field(1 + c))
+	b := &SnapshotBuilder{tbl: tbl, rb: rb, key: rb.Field(0).(*array.BinaryBuilder), proj: cols, cols: make([]func(any) bool, len(cols))}
+	for i := range cols {
+		b.cols[i] = valueAppender(rb.Field(1 + i))
 	}
 	return b
 }
@@ -56,17 +83,19 @@ func NewSnapshotBuilder(mem memory.Allocator, tbl *catalog.Table, schema *arrow.
 // Append adds one row with its encoded key. A value whose Go type does not fit its column is
 // ErrInternal; the builder is then unusable.
 func (b *SnapshotBuilder) Append(key []byte, r merge.Row) error {
-	if len(r) != len(b.cols) {
-		return errorf(ErrInternal, "table %s: snapshot row has %d values, the table %d columns", b.tbl.QualifiedName(), len(r), len(b.cols))
+	if len(r) != len(b.tbl.Columns) {
+		return errorf(ErrInternal, "table %s: snapshot row has %d values, the table %d columns", b.tbl.QualifiedName(), len(r), len(b.tbl.Columns))
 	}
 	b.key.Append(key)
-	b.bytes += RowBytes(r) + len(key)
-	for c, v := range r {
+	b.bytes += len(key)
+	for i, c := range b.proj {
+		v := r[c]
+		b.bytes += valueBytes(v)
 		if v == nil {
-			b.rb.Field(1 + c).AppendNull()
+			b.rb.Field(1 + i).AppendNull()
 			continue
 		}
-		if !b.cols[c](v) {
+		if !b.cols[i](v) {
 			return errorf(ErrInternal, "table %s: snapshot row: column %q: %v", b.tbl.QualifiedName(), b.tbl.Columns[c].Name,
 				fmt.Errorf("value of Go type %T does not fit type %s", v, b.tbl.Columns[c].Type))
 		}
@@ -86,3 +115,17 @@ func (b *SnapshotBuilder) NewRecordBatch() arrow.RecordBatch {
 
 // Release frees the builder's memory.
 func (b *SnapshotBuilder) Release() { b.rb.Release() }
+
+// valueBytes is RowBytes' estimate for one value: 8, 16 for a DECIMAL, plus the length of a
+// string or byte value.
+func valueBytes(v any) int {
+	switch x := v.(type) {
+	case string:
+		return 8 + len(x)
+	case []byte:
+		return 8 + len(x)
+	case decimal128.Num:
+		return 16
+	}
+	return 8
+}

@@ -808,7 +808,12 @@ type ReadCommand struct {
 	//	*ReadCommand_TimestampMs
 	Start isReadCommand_Start `protobuf_oneof:"start"`
 	// Whether the tickets keep the stream open for new rows.
-	Follow        bool `protobuf:"varint,6,opt,name=follow,proto3" json:"follow,omitempty"`
+	Follow bool `protobuf:"varint,6,opt,name=follow,proto3" json:"follow,omitempty"`
+	// When set, GetFlightInfo plans a snapshot read (SPEC section 13; proto/README.md "Snapshot
+	// reads"): it pins one consistent view per bucket of the selected partitions and answers the
+	// snapshot schema (with the projection) and one endpoint per bucket whose ticket names that view
+	// (SnapshotRead.view_id). start and follow are then ignored; after_key must be empty.
+	Snapshot      *SnapshotRead `protobuf:"bytes,7,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -894,6 +899,13 @@ func (x *ReadCommand) GetFollow() bool {
 		return x.Follow
 	}
 	return false
+}
+
+func (x *ReadCommand) GetSnapshot() *SnapshotRead {
+	if x != nil {
+		return x.Snapshot
+	}
+	return nil
 }
 
 type isReadCommand_Start interface {
@@ -1146,11 +1158,19 @@ type SnapshotRead struct {
 	// A resumed read takes a new view whose E may be newer: the client reads the changelog
 	// [old E, new E) with max_key = after_key to catch up the rows it had already received.
 	AfterKey []byte `protobuf:"bytes,1,opt,name=after_key,json=afterKey,proto3" json:"after_key,omitempty"`
-	// Reserved for snapshot reads with projection and partition filters (SPEC section 13): the
-	// columns to return (empty: all) and the partitions to read. Not served yet: a non-empty value
-	// is Unimplemented.
-	Columns       []string `protobuf:"bytes,2,rep,name=columns,proto3" json:"columns,omitempty"`
-	Partitions    []string `protobuf:"bytes,3,rep,name=partitions,proto3" json:"partitions,omitempty"`
+	// Projection (SPEC section 13): the table columns to return after `_key`, in this order; empty
+	// returns every column in table order. An unknown or repeated name is InvalidArgument naming it.
+	Columns []string `protobuf:"bytes,2,rep,name=columns,proto3" json:"columns,omitempty"`
+	// Partition filter: the partition names ("k1=v1/k2=v2") to read; empty reads every partition.
+	// In GetFlightInfo only their buckets get endpoints; in DoGet a ticket of another partition
+	// streams no row. A name that is malformed or not a partition of the table is InvalidArgument
+	// naming it.
+	Partitions []string `protobuf:"bytes,3,rep,name=partitions,proto3" json:"partitions,omitempty"`
+	// Set by GetFlightInfo: the id of the view it pinned for this bucket. DoGet then reads that view
+	// (resumable with after_key while the view lives); the view is released when a stream reaches
+	// its end, or by the lease (--snapshot-lease) when no stream reads it. A released or unknown id
+	// is Aborted: plan again. Empty: DoGet takes a new view.
+	ViewId        string `protobuf:"bytes,4,opt,name=view_id,json=viewId,proto3" json:"view_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1206,6 +1226,88 @@ func (x *SnapshotRead) GetPartitions() []string {
 	return nil
 }
 
+func (x *SnapshotRead) GetViewId() string {
+	if x != nil {
+		return x.ViewId
+	}
+	return ""
+}
+
+// LookupCommand is the FlightDescriptor.cmd of DoExchange "lookup": point reads by primary key
+// (SPEC section 13, proto/README.md "Lookups"). The client then sends record batches of keys
+// (the primary-key columns by name, their table types, at most 4096 rows each); for each batch
+// the gateway answers one record batch: `_index` int32 (the key's row in the request batch),
+// then the requested columns, one row per key present, in request order. Keys are read per
+// bucket from one snapshot view (durable rows only).
+type LookupCommand struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Catalog  *CatalogContext        `protobuf:"bytes,1,opt,name=catalog,proto3" json:"catalog,omitempty"`
+	Database string                 `protobuf:"bytes,2,opt,name=database,proto3" json:"database,omitempty"`
+	Table    string                 `protobuf:"bytes,3,opt,name=table,proto3" json:"table,omitempty"`
+	// Columns to return after `_index` (empty: all, table order).
+	Columns       []string `protobuf:"bytes,4,rep,name=columns,proto3" json:"columns,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LookupCommand) Reset() {
+	*x = LookupCommand{}
+	mi := &file_setats_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LookupCommand) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LookupCommand) ProtoMessage() {}
+
+func (x *LookupCommand) ProtoReflect() protoreflect.Message {
+	mi := &file_setats_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LookupCommand.ProtoReflect.Descriptor instead.
+func (*LookupCommand) Descriptor() ([]byte, []int) {
+	return file_setats_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *LookupCommand) GetCatalog() *CatalogContext {
+	if x != nil {
+		return x.Catalog
+	}
+	return nil
+}
+
+func (x *LookupCommand) GetDatabase() string {
+	if x != nil {
+		return x.Database
+	}
+	return ""
+}
+
+func (x *LookupCommand) GetTable() string {
+	if x != nil {
+		return x.Table
+	}
+	return ""
+}
+
+func (x *LookupCommand) GetColumns() []string {
+	if x != nil {
+		return x.Columns
+	}
+	return nil
+}
+
 type Empty struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -1214,7 +1316,7 @@ type Empty struct {
 
 func (x *Empty) Reset() {
 	*x = Empty{}
-	mi := &file_setats_proto_msgTypes[10]
+	mi := &file_setats_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1226,7 +1328,7 @@ func (x *Empty) String() string {
 func (*Empty) ProtoMessage() {}
 
 func (x *Empty) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[10]
+	mi := &file_setats_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1239,7 +1341,7 @@ func (x *Empty) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Empty.ProtoReflect.Descriptor instead.
 func (*Empty) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{10}
+	return file_setats_proto_rawDescGZIP(), []int{11}
 }
 
 type GatewayInfo struct {
@@ -1256,7 +1358,7 @@ type GatewayInfo struct {
 
 func (x *GatewayInfo) Reset() {
 	*x = GatewayInfo{}
-	mi := &file_setats_proto_msgTypes[11]
+	mi := &file_setats_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1268,7 +1370,7 @@ func (x *GatewayInfo) String() string {
 func (*GatewayInfo) ProtoMessage() {}
 
 func (x *GatewayInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[11]
+	mi := &file_setats_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1281,7 +1383,7 @@ func (x *GatewayInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GatewayInfo.ProtoReflect.Descriptor instead.
 func (*GatewayInfo) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{11}
+	return file_setats_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *GatewayInfo) GetVersion() string {
@@ -1333,7 +1435,7 @@ type DatabaseRequest struct {
 
 func (x *DatabaseRequest) Reset() {
 	*x = DatabaseRequest{}
-	mi := &file_setats_proto_msgTypes[12]
+	mi := &file_setats_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1345,7 +1447,7 @@ func (x *DatabaseRequest) String() string {
 func (*DatabaseRequest) ProtoMessage() {}
 
 func (x *DatabaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[12]
+	mi := &file_setats_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1358,7 +1460,7 @@ func (x *DatabaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DatabaseRequest.ProtoReflect.Descriptor instead.
 func (*DatabaseRequest) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{12}
+	return file_setats_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *DatabaseRequest) GetCatalog() *CatalogContext {
@@ -1398,7 +1500,7 @@ type ListDatabasesRequest struct {
 
 func (x *ListDatabasesRequest) Reset() {
 	*x = ListDatabasesRequest{}
-	mi := &file_setats_proto_msgTypes[13]
+	mi := &file_setats_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1410,7 +1512,7 @@ func (x *ListDatabasesRequest) String() string {
 func (*ListDatabasesRequest) ProtoMessage() {}
 
 func (x *ListDatabasesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[13]
+	mi := &file_setats_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1423,7 +1525,7 @@ func (x *ListDatabasesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDatabasesRequest.ProtoReflect.Descriptor instead.
 func (*ListDatabasesRequest) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{13}
+	return file_setats_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ListDatabasesRequest) GetCatalog() *CatalogContext {
@@ -1442,7 +1544,7 @@ type ListDatabasesResponse struct {
 
 func (x *ListDatabasesResponse) Reset() {
 	*x = ListDatabasesResponse{}
-	mi := &file_setats_proto_msgTypes[14]
+	mi := &file_setats_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1454,7 +1556,7 @@ func (x *ListDatabasesResponse) String() string {
 func (*ListDatabasesResponse) ProtoMessage() {}
 
 func (x *ListDatabasesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[14]
+	mi := &file_setats_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1467,7 +1569,7 @@ func (x *ListDatabasesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDatabasesResponse.ProtoReflect.Descriptor instead.
 func (*ListDatabasesResponse) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{14}
+	return file_setats_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ListDatabasesResponse) GetDatabases() []string {
@@ -1491,7 +1593,7 @@ type CreateTableRequest struct {
 
 func (x *CreateTableRequest) Reset() {
 	*x = CreateTableRequest{}
-	mi := &file_setats_proto_msgTypes[15]
+	mi := &file_setats_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1503,7 +1605,7 @@ func (x *CreateTableRequest) String() string {
 func (*CreateTableRequest) ProtoMessage() {}
 
 func (x *CreateTableRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[15]
+	mi := &file_setats_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1516,7 +1618,7 @@ func (x *CreateTableRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTableRequest.ProtoReflect.Descriptor instead.
 func (*CreateTableRequest) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{15}
+	return file_setats_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *CreateTableRequest) GetCatalog() *CatalogContext {
@@ -1560,7 +1662,7 @@ type TableRequest struct {
 
 func (x *TableRequest) Reset() {
 	*x = TableRequest{}
-	mi := &file_setats_proto_msgTypes[16]
+	mi := &file_setats_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1572,7 +1674,7 @@ func (x *TableRequest) String() string {
 func (*TableRequest) ProtoMessage() {}
 
 func (x *TableRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[16]
+	mi := &file_setats_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1585,7 +1687,7 @@ func (x *TableRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TableRequest.ProtoReflect.Descriptor instead.
 func (*TableRequest) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{16}
+	return file_setats_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *TableRequest) GetCatalog() *CatalogContext {
@@ -1626,7 +1728,7 @@ type ListTablesRequest struct {
 
 func (x *ListTablesRequest) Reset() {
 	*x = ListTablesRequest{}
-	mi := &file_setats_proto_msgTypes[17]
+	mi := &file_setats_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1638,7 +1740,7 @@ func (x *ListTablesRequest) String() string {
 func (*ListTablesRequest) ProtoMessage() {}
 
 func (x *ListTablesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[17]
+	mi := &file_setats_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1651,7 +1753,7 @@ func (x *ListTablesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTablesRequest.ProtoReflect.Descriptor instead.
 func (*ListTablesRequest) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{17}
+	return file_setats_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ListTablesRequest) GetCatalog() *CatalogContext {
@@ -1677,7 +1779,7 @@ type ListTablesResponse struct {
 
 func (x *ListTablesResponse) Reset() {
 	*x = ListTablesResponse{}
-	mi := &file_setats_proto_msgTypes[18]
+	mi := &file_setats_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1689,7 +1791,7 @@ func (x *ListTablesResponse) String() string {
 func (*ListTablesResponse) ProtoMessage() {}
 
 func (x *ListTablesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[18]
+	mi := &file_setats_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1702,7 +1804,7 @@ func (x *ListTablesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTablesResponse.ProtoReflect.Descriptor instead.
 func (*ListTablesResponse) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{18}
+	return file_setats_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ListTablesResponse) GetTables() []string {
@@ -1722,7 +1824,7 @@ type ListBucketsResponse struct {
 
 func (x *ListBucketsResponse) Reset() {
 	*x = ListBucketsResponse{}
-	mi := &file_setats_proto_msgTypes[19]
+	mi := &file_setats_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1734,7 +1836,7 @@ func (x *ListBucketsResponse) String() string {
 func (*ListBucketsResponse) ProtoMessage() {}
 
 func (x *ListBucketsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[19]
+	mi := &file_setats_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1747,7 +1849,7 @@ func (x *ListBucketsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListBucketsResponse.ProtoReflect.Descriptor instead.
 func (*ListBucketsResponse) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{19}
+	return file_setats_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ListBucketsResponse) GetBuckets() []*BucketOffsets {
@@ -1774,7 +1876,7 @@ type LookupOffsetsRequest struct {
 
 func (x *LookupOffsetsRequest) Reset() {
 	*x = LookupOffsetsRequest{}
-	mi := &file_setats_proto_msgTypes[20]
+	mi := &file_setats_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1786,7 +1888,7 @@ func (x *LookupOffsetsRequest) String() string {
 func (*LookupOffsetsRequest) ProtoMessage() {}
 
 func (x *LookupOffsetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[20]
+	mi := &file_setats_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1799,7 +1901,7 @@ func (x *LookupOffsetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LookupOffsetsRequest.ProtoReflect.Descriptor instead.
 func (*LookupOffsetsRequest) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{20}
+	return file_setats_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *LookupOffsetsRequest) GetCatalog() *CatalogContext {
@@ -1879,7 +1981,7 @@ type ResolvedOffset struct {
 
 func (x *ResolvedOffset) Reset() {
 	*x = ResolvedOffset{}
-	mi := &file_setats_proto_msgTypes[21]
+	mi := &file_setats_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1891,7 +1993,7 @@ func (x *ResolvedOffset) String() string {
 func (*ResolvedOffset) ProtoMessage() {}
 
 func (x *ResolvedOffset) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[21]
+	mi := &file_setats_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1904,7 +2006,7 @@ func (x *ResolvedOffset) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolvedOffset.ProtoReflect.Descriptor instead.
 func (*ResolvedOffset) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{21}
+	return file_setats_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ResolvedOffset) GetPartition() string {
@@ -1944,7 +2046,7 @@ type LookupOffsetsResponse struct {
 
 func (x *LookupOffsetsResponse) Reset() {
 	*x = LookupOffsetsResponse{}
-	mi := &file_setats_proto_msgTypes[22]
+	mi := &file_setats_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1956,7 +2058,7 @@ func (x *LookupOffsetsResponse) String() string {
 func (*LookupOffsetsResponse) ProtoMessage() {}
 
 func (x *LookupOffsetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[22]
+	mi := &file_setats_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1969,7 +2071,7 @@ func (x *LookupOffsetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LookupOffsetsResponse.ProtoReflect.Descriptor instead.
 func (*LookupOffsetsResponse) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{22}
+	return file_setats_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *LookupOffsetsResponse) GetOffsets() []*ResolvedOffset {
@@ -1993,7 +2095,7 @@ type WatchRequest struct {
 
 func (x *WatchRequest) Reset() {
 	*x = WatchRequest{}
-	mi := &file_setats_proto_msgTypes[23]
+	mi := &file_setats_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2005,7 +2107,7 @@ func (x *WatchRequest) String() string {
 func (*WatchRequest) ProtoMessage() {}
 
 func (x *WatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[23]
+	mi := &file_setats_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2018,7 +2120,7 @@ func (x *WatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchRequest.ProtoReflect.Descriptor instead.
 func (*WatchRequest) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{23}
+	return file_setats_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *WatchRequest) GetCatalog() *CatalogContext {
@@ -2060,7 +2162,7 @@ type Notification struct {
 
 func (x *Notification) Reset() {
 	*x = Notification{}
-	mi := &file_setats_proto_msgTypes[24]
+	mi := &file_setats_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2072,7 +2174,7 @@ func (x *Notification) String() string {
 func (*Notification) ProtoMessage() {}
 
 func (x *Notification) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[24]
+	mi := &file_setats_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2085,7 +2187,7 @@ func (x *Notification) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Notification.ProtoReflect.Descriptor instead.
 func (*Notification) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{24}
+	return file_setats_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Notification) GetKind() NotificationKind {
@@ -2165,7 +2267,7 @@ type SlotRequest struct {
 
 func (x *SlotRequest) Reset() {
 	*x = SlotRequest{}
-	mi := &file_setats_proto_msgTypes[25]
+	mi := &file_setats_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2177,7 +2279,7 @@ func (x *SlotRequest) String() string {
 func (*SlotRequest) ProtoMessage() {}
 
 func (x *SlotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[25]
+	mi := &file_setats_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2190,7 +2292,7 @@ func (x *SlotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SlotRequest.ProtoReflect.Descriptor instead.
 func (*SlotRequest) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{25}
+	return file_setats_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *SlotRequest) GetCatalog() *CatalogContext {
@@ -2261,7 +2363,7 @@ type AcquireSlotRequest struct {
 
 func (x *AcquireSlotRequest) Reset() {
 	*x = AcquireSlotRequest{}
-	mi := &file_setats_proto_msgTypes[26]
+	mi := &file_setats_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2273,7 +2375,7 @@ func (x *AcquireSlotRequest) String() string {
 func (*AcquireSlotRequest) ProtoMessage() {}
 
 func (x *AcquireSlotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[26]
+	mi := &file_setats_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2286,7 +2388,7 @@ func (x *AcquireSlotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AcquireSlotRequest.ProtoReflect.Descriptor instead.
 func (*AcquireSlotRequest) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{26}
+	return file_setats_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *AcquireSlotRequest) GetCatalog() *CatalogContext {
@@ -2350,7 +2452,7 @@ type SyncPointPosition struct {
 
 func (x *SyncPointPosition) Reset() {
 	*x = SyncPointPosition{}
-	mi := &file_setats_proto_msgTypes[27]
+	mi := &file_setats_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2362,7 +2464,7 @@ func (x *SyncPointPosition) String() string {
 func (*SyncPointPosition) ProtoMessage() {}
 
 func (x *SyncPointPosition) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[27]
+	mi := &file_setats_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2375,7 +2477,7 @@ func (x *SyncPointPosition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SyncPointPosition.ProtoReflect.Descriptor instead.
 func (*SyncPointPosition) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{27}
+	return file_setats_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *SyncPointPosition) GetPartition() string {
@@ -2417,7 +2519,7 @@ type RegisterSyncPointRequest struct {
 
 func (x *RegisterSyncPointRequest) Reset() {
 	*x = RegisterSyncPointRequest{}
-	mi := &file_setats_proto_msgTypes[28]
+	mi := &file_setats_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2429,7 +2531,7 @@ func (x *RegisterSyncPointRequest) String() string {
 func (*RegisterSyncPointRequest) ProtoMessage() {}
 
 func (x *RegisterSyncPointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[28]
+	mi := &file_setats_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2442,7 +2544,7 @@ func (x *RegisterSyncPointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterSyncPointRequest.ProtoReflect.Descriptor instead.
 func (*RegisterSyncPointRequest) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{28}
+	return file_setats_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *RegisterSyncPointRequest) GetCatalog() *CatalogContext {
@@ -2509,7 +2611,7 @@ type SlotBucket struct {
 
 func (x *SlotBucket) Reset() {
 	*x = SlotBucket{}
-	mi := &file_setats_proto_msgTypes[29]
+	mi := &file_setats_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2521,7 +2623,7 @@ func (x *SlotBucket) String() string {
 func (*SlotBucket) ProtoMessage() {}
 
 func (x *SlotBucket) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[29]
+	mi := &file_setats_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2534,7 +2636,7 @@ func (x *SlotBucket) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SlotBucket.ProtoReflect.Descriptor instead.
 func (*SlotBucket) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{29}
+	return file_setats_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *SlotBucket) GetPartition() string {
@@ -2604,7 +2706,7 @@ type SlotInfo struct {
 
 func (x *SlotInfo) Reset() {
 	*x = SlotInfo{}
-	mi := &file_setats_proto_msgTypes[30]
+	mi := &file_setats_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2616,7 +2718,7 @@ func (x *SlotInfo) String() string {
 func (*SlotInfo) ProtoMessage() {}
 
 func (x *SlotInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[30]
+	mi := &file_setats_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2629,7 +2731,7 @@ func (x *SlotInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SlotInfo.ProtoReflect.Descriptor instead.
 func (*SlotInfo) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{30}
+	return file_setats_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *SlotInfo) GetName() string {
@@ -2711,7 +2813,7 @@ type ListSlotsResponse struct {
 
 func (x *ListSlotsResponse) Reset() {
 	*x = ListSlotsResponse{}
-	mi := &file_setats_proto_msgTypes[31]
+	mi := &file_setats_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2723,7 +2825,7 @@ func (x *ListSlotsResponse) String() string {
 func (*ListSlotsResponse) ProtoMessage() {}
 
 func (x *ListSlotsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[31]
+	mi := &file_setats_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2736,7 +2838,7 @@ func (x *ListSlotsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSlotsResponse.ProtoReflect.Descriptor instead.
 func (*ListSlotsResponse) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{31}
+	return file_setats_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ListSlotsResponse) GetSlots() []*SlotInfo {
@@ -2764,7 +2866,7 @@ type BucketSyncPoint struct {
 
 func (x *BucketSyncPoint) Reset() {
 	*x = BucketSyncPoint{}
-	mi := &file_setats_proto_msgTypes[32]
+	mi := &file_setats_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2776,7 +2878,7 @@ func (x *BucketSyncPoint) String() string {
 func (*BucketSyncPoint) ProtoMessage() {}
 
 func (x *BucketSyncPoint) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[32]
+	mi := &file_setats_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2789,7 +2891,7 @@ func (x *BucketSyncPoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BucketSyncPoint.ProtoReflect.Descriptor instead.
 func (*BucketSyncPoint) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{32}
+	return file_setats_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *BucketSyncPoint) GetPartition() string {
@@ -2838,7 +2940,7 @@ type SyncPointResponse struct {
 
 func (x *SyncPointResponse) Reset() {
 	*x = SyncPointResponse{}
-	mi := &file_setats_proto_msgTypes[33]
+	mi := &file_setats_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2850,7 +2952,7 @@ func (x *SyncPointResponse) String() string {
 func (*SyncPointResponse) ProtoMessage() {}
 
 func (x *SyncPointResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[33]
+	mi := &file_setats_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2863,7 +2965,7 @@ func (x *SyncPointResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SyncPointResponse.ProtoReflect.Descriptor instead.
 func (*SyncPointResponse) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{33}
+	return file_setats_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *SyncPointResponse) GetSlot() string {
@@ -2902,7 +3004,7 @@ type BucketConsumed struct {
 
 func (x *BucketConsumed) Reset() {
 	*x = BucketConsumed{}
-	mi := &file_setats_proto_msgTypes[34]
+	mi := &file_setats_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2914,7 +3016,7 @@ func (x *BucketConsumed) String() string {
 func (*BucketConsumed) ProtoMessage() {}
 
 func (x *BucketConsumed) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[34]
+	mi := &file_setats_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2927,7 +3029,7 @@ func (x *BucketConsumed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BucketConsumed.ProtoReflect.Descriptor instead.
 func (*BucketConsumed) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{34}
+	return file_setats_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *BucketConsumed) GetPartition() string {
@@ -2977,7 +3079,7 @@ type ConsumedResponse struct {
 
 func (x *ConsumedResponse) Reset() {
 	*x = ConsumedResponse{}
-	mi := &file_setats_proto_msgTypes[35]
+	mi := &file_setats_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2989,7 +3091,7 @@ func (x *ConsumedResponse) String() string {
 func (*ConsumedResponse) ProtoMessage() {}
 
 func (x *ConsumedResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[35]
+	mi := &file_setats_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3002,7 +3104,7 @@ func (x *ConsumedResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConsumedResponse.ProtoReflect.Descriptor instead.
 func (*ConsumedResponse) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{35}
+	return file_setats_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ConsumedResponse) GetConsumed() bool {
@@ -3049,7 +3151,7 @@ type ProgressRow struct {
 
 func (x *ProgressRow) Reset() {
 	*x = ProgressRow{}
-	mi := &file_setats_proto_msgTypes[36]
+	mi := &file_setats_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3061,7 +3163,7 @@ func (x *ProgressRow) String() string {
 func (*ProgressRow) ProtoMessage() {}
 
 func (x *ProgressRow) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[36]
+	mi := &file_setats_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3074,7 +3176,7 @@ func (x *ProgressRow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProgressRow.ProtoReflect.Descriptor instead.
 func (*ProgressRow) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{36}
+	return file_setats_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ProgressRow) GetSlot() string {
@@ -3184,7 +3286,7 @@ type ProgressResponse struct {
 
 func (x *ProgressResponse) Reset() {
 	*x = ProgressResponse{}
-	mi := &file_setats_proto_msgTypes[37]
+	mi := &file_setats_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3196,7 +3298,7 @@ func (x *ProgressResponse) String() string {
 func (*ProgressResponse) ProtoMessage() {}
 
 func (x *ProgressResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[37]
+	mi := &file_setats_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3209,7 +3311,7 @@ func (x *ProgressResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProgressResponse.ProtoReflect.Descriptor instead.
 func (*ProgressResponse) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{37}
+	return file_setats_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ProgressResponse) GetRows() []*ProgressRow {
@@ -3235,7 +3337,7 @@ type ConsumerCredentials struct {
 
 func (x *ConsumerCredentials) Reset() {
 	*x = ConsumerCredentials{}
-	mi := &file_setats_proto_msgTypes[38]
+	mi := &file_setats_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3247,7 +3349,7 @@ func (x *ConsumerCredentials) String() string {
 func (*ConsumerCredentials) ProtoMessage() {}
 
 func (x *ConsumerCredentials) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[38]
+	mi := &file_setats_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3260,7 +3362,7 @@ func (x *ConsumerCredentials) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConsumerCredentials.ProtoReflect.Descriptor instead.
 func (*ConsumerCredentials) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{38}
+	return file_setats_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ConsumerCredentials) GetGroup() string {
@@ -3316,7 +3418,7 @@ type ChannelTicket struct {
 
 func (x *ChannelTicket) Reset() {
 	*x = ChannelTicket{}
-	mi := &file_setats_proto_msgTypes[39]
+	mi := &file_setats_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3328,7 +3430,7 @@ func (x *ChannelTicket) String() string {
 func (*ChannelTicket) ProtoMessage() {}
 
 func (x *ChannelTicket) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[39]
+	mi := &file_setats_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3341,7 +3443,7 @@ func (x *ChannelTicket) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChannelTicket.ProtoReflect.Descriptor instead.
 func (*ChannelTicket) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{39}
+	return file_setats_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ChannelTicket) GetChannel() string {
@@ -3465,7 +3567,7 @@ type CreateChannelRequest struct {
 
 func (x *CreateChannelRequest) Reset() {
 	*x = CreateChannelRequest{}
-	mi := &file_setats_proto_msgTypes[40]
+	mi := &file_setats_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3477,7 +3579,7 @@ func (x *CreateChannelRequest) String() string {
 func (*CreateChannelRequest) ProtoMessage() {}
 
 func (x *CreateChannelRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[40]
+	mi := &file_setats_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3490,7 +3592,7 @@ func (x *CreateChannelRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateChannelRequest.ProtoReflect.Descriptor instead.
 func (*CreateChannelRequest) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{40}
+	return file_setats_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *CreateChannelRequest) GetChannel() string {
@@ -3552,7 +3654,7 @@ type ChannelRequest struct {
 
 func (x *ChannelRequest) Reset() {
 	*x = ChannelRequest{}
-	mi := &file_setats_proto_msgTypes[41]
+	mi := &file_setats_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3564,7 +3666,7 @@ func (x *ChannelRequest) String() string {
 func (*ChannelRequest) ProtoMessage() {}
 
 func (x *ChannelRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[41]
+	mi := &file_setats_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3577,7 +3679,7 @@ func (x *ChannelRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChannelRequest.ProtoReflect.Descriptor instead.
 func (*ChannelRequest) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{41}
+	return file_setats_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ChannelRequest) GetChannel() string {
@@ -3620,7 +3722,7 @@ type ChannelInfo struct {
 
 func (x *ChannelInfo) Reset() {
 	*x = ChannelInfo{}
-	mi := &file_setats_proto_msgTypes[42]
+	mi := &file_setats_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3632,7 +3734,7 @@ func (x *ChannelInfo) String() string {
 func (*ChannelInfo) ProtoMessage() {}
 
 func (x *ChannelInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[42]
+	mi := &file_setats_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3645,7 +3747,7 @@ func (x *ChannelInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChannelInfo.ProtoReflect.Descriptor instead.
 func (*ChannelInfo) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{42}
+	return file_setats_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ChannelInfo) GetChannel() string {
@@ -3761,7 +3863,7 @@ type ListChannelsRequest struct {
 
 func (x *ListChannelsRequest) Reset() {
 	*x = ListChannelsRequest{}
-	mi := &file_setats_proto_msgTypes[43]
+	mi := &file_setats_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3773,7 +3875,7 @@ func (x *ListChannelsRequest) String() string {
 func (*ListChannelsRequest) ProtoMessage() {}
 
 func (x *ListChannelsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[43]
+	mi := &file_setats_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3786,7 +3888,7 @@ func (x *ListChannelsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListChannelsRequest.ProtoReflect.Descriptor instead.
 func (*ListChannelsRequest) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{43}
+	return file_setats_proto_rawDescGZIP(), []int{44}
 }
 
 type ListChannelsResponse struct {
@@ -3798,7 +3900,7 @@ type ListChannelsResponse struct {
 
 func (x *ListChannelsResponse) Reset() {
 	*x = ListChannelsResponse{}
-	mi := &file_setats_proto_msgTypes[44]
+	mi := &file_setats_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3810,7 +3912,7 @@ func (x *ListChannelsResponse) String() string {
 func (*ListChannelsResponse) ProtoMessage() {}
 
 func (x *ListChannelsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[44]
+	mi := &file_setats_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3823,7 +3925,7 @@ func (x *ListChannelsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListChannelsResponse.ProtoReflect.Descriptor instead.
 func (*ListChannelsResponse) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{44}
+	return file_setats_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ListChannelsResponse) GetChannels() []*ChannelInfo {
@@ -3845,7 +3947,7 @@ type CreateGroupRequest struct {
 
 func (x *CreateGroupRequest) Reset() {
 	*x = CreateGroupRequest{}
-	mi := &file_setats_proto_msgTypes[45]
+	mi := &file_setats_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3857,7 +3959,7 @@ func (x *CreateGroupRequest) String() string {
 func (*CreateGroupRequest) ProtoMessage() {}
 
 func (x *CreateGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[45]
+	mi := &file_setats_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3870,7 +3972,7 @@ func (x *CreateGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateGroupRequest.ProtoReflect.Descriptor instead.
 func (*CreateGroupRequest) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{45}
+	return file_setats_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *CreateGroupRequest) GetChannel() string {
@@ -3916,7 +4018,7 @@ type GroupInfo struct {
 
 func (x *GroupInfo) Reset() {
 	*x = GroupInfo{}
-	mi := &file_setats_proto_msgTypes[46]
+	mi := &file_setats_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3928,7 +4030,7 @@ func (x *GroupInfo) String() string {
 func (*GroupInfo) ProtoMessage() {}
 
 func (x *GroupInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[46]
+	mi := &file_setats_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3941,7 +4043,7 @@ func (x *GroupInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupInfo.ProtoReflect.Descriptor instead.
 func (*GroupInfo) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{46}
+	return file_setats_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *GroupInfo) GetChannel() string {
@@ -3995,7 +4097,7 @@ type ListGroupsResponse struct {
 
 func (x *ListGroupsResponse) Reset() {
 	*x = ListGroupsResponse{}
-	mi := &file_setats_proto_msgTypes[47]
+	mi := &file_setats_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4007,7 +4109,7 @@ func (x *ListGroupsResponse) String() string {
 func (*ListGroupsResponse) ProtoMessage() {}
 
 func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[47]
+	mi := &file_setats_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4020,7 +4122,7 @@ func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGroupsResponse.ProtoReflect.Descriptor instead.
 func (*ListGroupsResponse) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{47}
+	return file_setats_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ListGroupsResponse) GetGroups() []*GroupInfo {
@@ -4047,7 +4149,7 @@ type SeekRequest struct {
 
 func (x *SeekRequest) Reset() {
 	*x = SeekRequest{}
-	mi := &file_setats_proto_msgTypes[48]
+	mi := &file_setats_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4059,7 +4161,7 @@ func (x *SeekRequest) String() string {
 func (*SeekRequest) ProtoMessage() {}
 
 func (x *SeekRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[48]
+	mi := &file_setats_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4072,7 +4174,7 @@ func (x *SeekRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeekRequest.ProtoReflect.Descriptor instead.
 func (*SeekRequest) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{48}
+	return file_setats_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *SeekRequest) GetChannel() string {
@@ -4158,7 +4260,7 @@ type SeekResponse struct {
 
 func (x *SeekResponse) Reset() {
 	*x = SeekResponse{}
-	mi := &file_setats_proto_msgTypes[49]
+	mi := &file_setats_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4170,7 +4272,7 @@ func (x *SeekResponse) String() string {
 func (*SeekResponse) ProtoMessage() {}
 
 func (x *SeekResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[49]
+	mi := &file_setats_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4183,7 +4285,7 @@ func (x *SeekResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeekResponse.ProtoReflect.Descriptor instead.
 func (*SeekResponse) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{49}
+	return file_setats_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *SeekResponse) GetId() int64 {
@@ -4221,7 +4323,7 @@ type CommitRequest struct {
 
 func (x *CommitRequest) Reset() {
 	*x = CommitRequest{}
-	mi := &file_setats_proto_msgTypes[50]
+	mi := &file_setats_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4233,7 +4335,7 @@ func (x *CommitRequest) String() string {
 func (*CommitRequest) ProtoMessage() {}
 
 func (x *CommitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[50]
+	mi := &file_setats_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4246,7 +4348,7 @@ func (x *CommitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitRequest.ProtoReflect.Descriptor instead.
 func (*CommitRequest) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{50}
+	return file_setats_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *CommitRequest) GetChannel() string {
@@ -4339,14 +4441,15 @@ const file_setats_proto_rawDesc = "" +
 	"\x04rows\x18\x02 \x01(\x03R\x04rows\x12%\n" +
 	"\x0echangelog_rows\x18\x03 \x01(\x03R\rchangelogRows\x12\x1b\n" +
 	"\tcommit_ms\x18\x04 \x01(\x03R\bcommitMs\x122\n" +
-	"\abuckets\x18\x05 \x03(\v2\x18.setats.v1.BucketOffsetsR\abuckets\"\xf2\x01\n" +
+	"\abuckets\x18\x05 \x03(\v2\x18.setats.v1.BucketOffsetsR\abuckets\"\xa7\x02\n" +
 	"\vReadCommand\x123\n" +
 	"\acatalog\x18\x01 \x01(\v2\x19.setats.v1.CatalogContextR\acatalog\x12\x1a\n" +
 	"\bdatabase\x18\x02 \x01(\tR\bdatabase\x12\x14\n" +
 	"\x05table\x18\x03 \x01(\tR\x05table\x126\n" +
 	"\bposition\x18\x04 \x01(\x0e2\x18.setats.v1.StartPositionH\x00R\bposition\x12#\n" +
 	"\ftimestamp_ms\x18\x05 \x01(\x03H\x00R\vtimestampMs\x12\x16\n" +
-	"\x06follow\x18\x06 \x01(\bR\x06followB\a\n" +
+	"\x06follow\x18\x06 \x01(\bR\x06follow\x123\n" +
+	"\bsnapshot\x18\a \x01(\v2\x17.setats.v1.SnapshotReadR\bsnapshotB\a\n" +
 	"\x05start\"\xa8\x04\n" +
 	"\x0fChangelogTicket\x123\n" +
 	"\acatalog\x18\x01 \x01(\v2\x19.setats.v1.CatalogContextR\acatalog\x12\x1a\n" +
@@ -4366,13 +4469,19 @@ const file_setats_proto_rawDesc = "" +
 	"end_offset\x18\r \x01(\x03R\tendOffset\x12\x17\n" +
 	"\amax_key\x18\x0e \x01(\fR\x06maxKey\x122\n" +
 	"\achannel\x18( \x01(\v2\x18.setats.v1.ChannelTicketR\achannelB\a\n" +
-	"\x05start\"e\n" +
+	"\x05start\"~\n" +
 	"\fSnapshotRead\x12\x1b\n" +
 	"\tafter_key\x18\x01 \x01(\fR\bafterKey\x12\x18\n" +
 	"\acolumns\x18\x02 \x03(\tR\acolumns\x12\x1e\n" +
 	"\n" +
 	"partitions\x18\x03 \x03(\tR\n" +
-	"partitions\"\a\n" +
+	"partitions\x12\x17\n" +
+	"\aview_id\x18\x04 \x01(\tR\x06viewId\"\x90\x01\n" +
+	"\rLookupCommand\x123\n" +
+	"\acatalog\x18\x01 \x01(\v2\x19.setats.v1.CatalogContextR\acatalog\x12\x1a\n" +
+	"\bdatabase\x18\x02 \x01(\tR\bdatabase\x12\x14\n" +
+	"\x05table\x18\x03 \x01(\tR\x05table\x12\x18\n" +
+	"\acolumns\x18\x04 \x03(\tR\acolumns\"\a\n" +
 	"\x05Empty\"\xd2\x01\n" +
 	"\vGatewayInfo\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\tR\aversion\x12\x1c\n" +
@@ -4659,7 +4768,7 @@ func file_setats_proto_rawDescGZIP() []byte {
 }
 
 var file_setats_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_setats_proto_msgTypes = make([]protoimpl.MessageInfo, 52)
+var file_setats_proto_msgTypes = make([]protoimpl.MessageInfo, 53)
 var file_setats_proto_goTypes = []any{
 	(StartPosition)(0),               // 0: setats.v1.StartPosition
 	(NotificationKind)(0),            // 1: setats.v1.NotificationKind
@@ -4674,97 +4783,100 @@ var file_setats_proto_goTypes = []any{
 	(*ReadCommand)(nil),              // 10: setats.v1.ReadCommand
 	(*ChangelogTicket)(nil),          // 11: setats.v1.ChangelogTicket
 	(*SnapshotRead)(nil),             // 12: setats.v1.SnapshotRead
-	(*Empty)(nil),                    // 13: setats.v1.Empty
-	(*GatewayInfo)(nil),              // 14: setats.v1.GatewayInfo
-	(*DatabaseRequest)(nil),          // 15: setats.v1.DatabaseRequest
-	(*ListDatabasesRequest)(nil),     // 16: setats.v1.ListDatabasesRequest
-	(*ListDatabasesResponse)(nil),    // 17: setats.v1.ListDatabasesResponse
-	(*CreateTableRequest)(nil),       // 18: setats.v1.CreateTableRequest
-	(*TableRequest)(nil),             // 19: setats.v1.TableRequest
-	(*ListTablesRequest)(nil),        // 20: setats.v1.ListTablesRequest
-	(*ListTablesResponse)(nil),       // 21: setats.v1.ListTablesResponse
-	(*ListBucketsResponse)(nil),      // 22: setats.v1.ListBucketsResponse
-	(*LookupOffsetsRequest)(nil),     // 23: setats.v1.LookupOffsetsRequest
-	(*ResolvedOffset)(nil),           // 24: setats.v1.ResolvedOffset
-	(*LookupOffsetsResponse)(nil),    // 25: setats.v1.LookupOffsetsResponse
-	(*WatchRequest)(nil),             // 26: setats.v1.WatchRequest
-	(*Notification)(nil),             // 27: setats.v1.Notification
-	(*SlotRequest)(nil),              // 28: setats.v1.SlotRequest
-	(*AcquireSlotRequest)(nil),       // 29: setats.v1.AcquireSlotRequest
-	(*SyncPointPosition)(nil),        // 30: setats.v1.SyncPointPosition
-	(*RegisterSyncPointRequest)(nil), // 31: setats.v1.RegisterSyncPointRequest
-	(*SlotBucket)(nil),               // 32: setats.v1.SlotBucket
-	(*SlotInfo)(nil),                 // 33: setats.v1.SlotInfo
-	(*ListSlotsResponse)(nil),        // 34: setats.v1.ListSlotsResponse
-	(*BucketSyncPoint)(nil),          // 35: setats.v1.BucketSyncPoint
-	(*SyncPointResponse)(nil),        // 36: setats.v1.SyncPointResponse
-	(*BucketConsumed)(nil),           // 37: setats.v1.BucketConsumed
-	(*ConsumedResponse)(nil),         // 38: setats.v1.ConsumedResponse
-	(*ProgressRow)(nil),              // 39: setats.v1.ProgressRow
-	(*ProgressResponse)(nil),         // 40: setats.v1.ProgressResponse
-	(*ConsumerCredentials)(nil),      // 41: setats.v1.ConsumerCredentials
-	(*ChannelTicket)(nil),            // 42: setats.v1.ChannelTicket
-	(*CreateChannelRequest)(nil),     // 43: setats.v1.CreateChannelRequest
-	(*ChannelRequest)(nil),           // 44: setats.v1.ChannelRequest
-	(*ChannelInfo)(nil),              // 45: setats.v1.ChannelInfo
-	(*ListChannelsRequest)(nil),      // 46: setats.v1.ListChannelsRequest
-	(*ListChannelsResponse)(nil),     // 47: setats.v1.ListChannelsResponse
-	(*CreateGroupRequest)(nil),       // 48: setats.v1.CreateGroupRequest
-	(*GroupInfo)(nil),                // 49: setats.v1.GroupInfo
-	(*ListGroupsResponse)(nil),       // 50: setats.v1.ListGroupsResponse
-	(*SeekRequest)(nil),              // 51: setats.v1.SeekRequest
-	(*SeekResponse)(nil),             // 52: setats.v1.SeekResponse
-	(*CommitRequest)(nil),            // 53: setats.v1.CommitRequest
-	nil,                              // 54: setats.v1.TableSpec.OptionsEntry
+	(*LookupCommand)(nil),            // 13: setats.v1.LookupCommand
+	(*Empty)(nil),                    // 14: setats.v1.Empty
+	(*GatewayInfo)(nil),              // 15: setats.v1.GatewayInfo
+	(*DatabaseRequest)(nil),          // 16: setats.v1.DatabaseRequest
+	(*ListDatabasesRequest)(nil),     // 17: setats.v1.ListDatabasesRequest
+	(*ListDatabasesResponse)(nil),    // 18: setats.v1.ListDatabasesResponse
+	(*CreateTableRequest)(nil),       // 19: setats.v1.CreateTableRequest
+	(*TableRequest)(nil),             // 20: setats.v1.TableRequest
+	(*ListTablesRequest)(nil),        // 21: setats.v1.ListTablesRequest
+	(*ListTablesResponse)(nil),       // 22: setats.v1.ListTablesResponse
+	(*ListBucketsResponse)(nil),      // 23: setats.v1.ListBucketsResponse
+	(*LookupOffsetsRequest)(nil),     // 24: setats.v1.LookupOffsetsRequest
+	(*ResolvedOffset)(nil),           // 25: setats.v1.ResolvedOffset
+	(*LookupOffsetsResponse)(nil),    // 26: setats.v1.LookupOffsetsResponse
+	(*WatchRequest)(nil),             // 27: setats.v1.WatchRequest
+	(*Notification)(nil),             // 28: setats.v1.Notification
+	(*SlotRequest)(nil),              // 29: setats.v1.SlotRequest
+	(*AcquireSlotRequest)(nil),       // 30: setats.v1.AcquireSlotRequest
+	(*SyncPointPosition)(nil),        // 31: setats.v1.SyncPointPosition
+	(*RegisterSyncPointRequest)(nil), // 32: setats.v1.RegisterSyncPointRequest
+	(*SlotBucket)(nil),               // 33: setats.v1.SlotBucket
+	(*SlotInfo)(nil),                 // 34: setats.v1.SlotInfo
+	(*ListSlotsResponse)(nil),        // 35: setats.v1.ListSlotsResponse
+	(*BucketSyncPoint)(nil),          // 36: setats.v1.BucketSyncPoint
+	(*SyncPointResponse)(nil),        // 37: setats.v1.SyncPointResponse
+	(*BucketConsumed)(nil),           // 38: setats.v1.BucketConsumed
+	(*ConsumedResponse)(nil),         // 39: setats.v1.ConsumedResponse
+	(*ProgressRow)(nil),              // 40: setats.v1.ProgressRow
+	(*ProgressResponse)(nil),         // 41: setats.v1.ProgressResponse
+	(*ConsumerCredentials)(nil),      // 42: setats.v1.ConsumerCredentials
+	(*ChannelTicket)(nil),            // 43: setats.v1.ChannelTicket
+	(*CreateChannelRequest)(nil),     // 44: setats.v1.CreateChannelRequest
+	(*ChannelRequest)(nil),           // 45: setats.v1.ChannelRequest
+	(*ChannelInfo)(nil),              // 46: setats.v1.ChannelInfo
+	(*ListChannelsRequest)(nil),      // 47: setats.v1.ListChannelsRequest
+	(*ListChannelsResponse)(nil),     // 48: setats.v1.ListChannelsResponse
+	(*CreateGroupRequest)(nil),       // 49: setats.v1.CreateGroupRequest
+	(*GroupInfo)(nil),                // 50: setats.v1.GroupInfo
+	(*ListGroupsResponse)(nil),       // 51: setats.v1.ListGroupsResponse
+	(*SeekRequest)(nil),              // 52: setats.v1.SeekRequest
+	(*SeekResponse)(nil),             // 53: setats.v1.SeekResponse
+	(*CommitRequest)(nil),            // 54: setats.v1.CommitRequest
+	nil,                              // 55: setats.v1.TableSpec.OptionsEntry
 }
 var file_setats_proto_depIdxs = []int32{
 	4,  // 0: setats.v1.TableSpec.columns:type_name -> setats.v1.Column
-	54, // 1: setats.v1.TableSpec.options:type_name -> setats.v1.TableSpec.OptionsEntry
+	55, // 1: setats.v1.TableSpec.options:type_name -> setats.v1.TableSpec.OptionsEntry
 	5,  // 2: setats.v1.TableInfo.spec:type_name -> setats.v1.TableSpec
 	3,  // 3: setats.v1.WriteCommand.catalog:type_name -> setats.v1.CatalogContext
 	5,  // 4: setats.v1.WriteCommand.create_if_absent:type_name -> setats.v1.TableSpec
 	8,  // 5: setats.v1.WriteAck.buckets:type_name -> setats.v1.BucketOffsets
 	3,  // 6: setats.v1.ReadCommand.catalog:type_name -> setats.v1.CatalogContext
 	0,  // 7: setats.v1.ReadCommand.position:type_name -> setats.v1.StartPosition
-	3,  // 8: setats.v1.ChangelogTicket.catalog:type_name -> setats.v1.CatalogContext
-	0,  // 9: setats.v1.ChangelogTicket.position:type_name -> setats.v1.StartPosition
-	12, // 10: setats.v1.ChangelogTicket.snapshot:type_name -> setats.v1.SnapshotRead
-	42, // 11: setats.v1.ChangelogTicket.channel:type_name -> setats.v1.ChannelTicket
-	3,  // 12: setats.v1.DatabaseRequest.catalog:type_name -> setats.v1.CatalogContext
-	3,  // 13: setats.v1.ListDatabasesRequest.catalog:type_name -> setats.v1.CatalogContext
-	3,  // 14: setats.v1.CreateTableRequest.catalog:type_name -> setats.v1.CatalogContext
-	5,  // 15: setats.v1.CreateTableRequest.spec:type_name -> setats.v1.TableSpec
-	3,  // 16: setats.v1.TableRequest.catalog:type_name -> setats.v1.CatalogContext
-	3,  // 17: setats.v1.ListTablesRequest.catalog:type_name -> setats.v1.CatalogContext
-	8,  // 18: setats.v1.ListBucketsResponse.buckets:type_name -> setats.v1.BucketOffsets
-	3,  // 19: setats.v1.LookupOffsetsRequest.catalog:type_name -> setats.v1.CatalogContext
-	0,  // 20: setats.v1.LookupOffsetsRequest.position:type_name -> setats.v1.StartPosition
-	24, // 21: setats.v1.LookupOffsetsResponse.offsets:type_name -> setats.v1.ResolvedOffset
-	3,  // 22: setats.v1.WatchRequest.catalog:type_name -> setats.v1.CatalogContext
-	1,  // 23: setats.v1.Notification.kind:type_name -> setats.v1.NotificationKind
-	3,  // 24: setats.v1.SlotRequest.catalog:type_name -> setats.v1.CatalogContext
-	3,  // 25: setats.v1.AcquireSlotRequest.catalog:type_name -> setats.v1.CatalogContext
-	3,  // 26: setats.v1.RegisterSyncPointRequest.catalog:type_name -> setats.v1.CatalogContext
-	30, // 27: setats.v1.RegisterSyncPointRequest.points:type_name -> setats.v1.SyncPointPosition
-	2,  // 28: setats.v1.SlotInfo.status:type_name -> setats.v1.SlotStatus
-	32, // 29: setats.v1.SlotInfo.buckets:type_name -> setats.v1.SlotBucket
-	33, // 30: setats.v1.ListSlotsResponse.slots:type_name -> setats.v1.SlotInfo
-	35, // 31: setats.v1.SyncPointResponse.buckets:type_name -> setats.v1.BucketSyncPoint
-	37, // 32: setats.v1.ConsumedResponse.buckets:type_name -> setats.v1.BucketConsumed
-	2,  // 33: setats.v1.ProgressRow.status:type_name -> setats.v1.SlotStatus
-	39, // 34: setats.v1.ProgressResponse.rows:type_name -> setats.v1.ProgressRow
-	41, // 35: setats.v1.ChannelTicket.credentials:type_name -> setats.v1.ConsumerCredentials
-	0,  // 36: setats.v1.ChannelTicket.position:type_name -> setats.v1.StartPosition
-	45, // 37: setats.v1.ListChannelsResponse.channels:type_name -> setats.v1.ChannelInfo
-	49, // 38: setats.v1.ListGroupsResponse.groups:type_name -> setats.v1.GroupInfo
-	41, // 39: setats.v1.SeekRequest.credentials:type_name -> setats.v1.ConsumerCredentials
-	0,  // 40: setats.v1.SeekRequest.position:type_name -> setats.v1.StartPosition
-	41, // 41: setats.v1.CommitRequest.credentials:type_name -> setats.v1.ConsumerCredentials
-	42, // [42:42] is the sub-list for method output_type
-	42, // [42:42] is the sub-list for method input_type
-	42, // [42:42] is the sub-list for extension type_name
-	42, // [42:42] is the sub-list for extension extendee
-	0,  // [0:42] is the sub-list for field type_name
+	12, // 8: setats.v1.ReadCommand.snapshot:type_name -> setats.v1.SnapshotRead
+	3,  // 9: setats.v1.ChangelogTicket.catalog:type_name -> setats.v1.CatalogContext
+	0,  // 10: setats.v1.ChangelogTicket.position:type_name -> setats.v1.StartPosition
+	12, // 11: setats.v1.ChangelogTicket.snapshot:type_name -> setats.v1.SnapshotRead
+	43, // 12: setats.v1.ChangelogTicket.channel:type_name -> setats.v1.ChannelTicket
+	3,  // 13: setats.v1.LookupCommand.catalog:type_name -> setats.v1.CatalogContext
+	3,  // 14: setats.v1.DatabaseRequest.catalog:type_name -> setats.v1.CatalogContext
+	3,  // 15: setats.v1.ListDatabasesRequest.catalog:type_name -> setats.v1.CatalogContext
+	3,  // 16: setats.v1.CreateTableRequest.catalog:type_name -> setats.v1.CatalogContext
+	5,  // 17: setats.v1.CreateTableRequest.spec:type_name -> setats.v1.TableSpec
+	3,  // 18: setats.v1.TableRequest.catalog:type_name -> setats.v1.CatalogContext
+	3,  // 19: setats.v1.ListTablesRequest.catalog:type_name -> setats.v1.CatalogContext
+	8,  // 20: setats.v1.ListBucketsResponse.buckets:type_name -> setats.v1.BucketOffsets
+	3,  // 21: setats.v1.LookupOffsetsRequest.catalog:type_name -> setats.v1.CatalogContext
+	0,  // 22: setats.v1.LookupOffsetsRequest.position:type_name -> setats.v1.StartPosition
+	25, // 23: setats.v1.LookupOffsetsResponse.offsets:type_name -> setats.v1.ResolvedOffset
+	3,  // 24: setats.v1.WatchRequest.catalog:type_name -> setats.v1.CatalogContext
+	1,  // 25: setats.v1.Notification.kind:type_name -> setats.v1.NotificationKind
+	3,  // 26: setats.v1.SlotRequest.catalog:type_name -> setats.v1.CatalogContext
+	3,  // 27: setats.v1.AcquireSlotRequest.catalog:type_name -> setats.v1.CatalogContext
+	3,  // 28: setats.v1.RegisterSyncPointRequest.catalog:type_name -> setats.v1.CatalogContext
+	31, // 29: setats.v1.RegisterSyncPointRequest.points:type_name -> setats.v1.SyncPointPosition
+	2,  // 30: setats.v1.SlotInfo.status:type_name -> setats.v1.SlotStatus
+	33, // 31: setats.v1.SlotInfo.buckets:type_name -> setats.v1.SlotBucket
+	34, // 32: setats.v1.ListSlotsResponse.slots:type_name -> setats.v1.SlotInfo
+	36, // 33: setats.v1.SyncPointResponse.buckets:type_name -> setats.v1.BucketSyncPoint
+	38, // 34: setats.v1.ConsumedResponse.buckets:type_name -> setats.v1.BucketConsumed
+	2,  // 35: setats.v1.ProgressRow.status:type_name -> setats.v1.SlotStatus
+	40, // 36: setats.v1.ProgressResponse.rows:type_name -> setats.v1.ProgressRow
+	42, // 37: setats.v1.ChannelTicket.credentials:type_name -> setats.v1.ConsumerCredentials
+	0,  // 38: setats.v1.ChannelTicket.position:type_name -> setats.v1.StartPosition
+	46, // 39: setats.v1.ListChannelsResponse.channels:type_name -> setats.v1.ChannelInfo
+	50, // 40: setats.v1.ListGroupsResponse.groups:type_name -> setats.v1.GroupInfo
+	42, // 41: setats.v1.SeekRequest.credentials:type_name -> setats.v1.ConsumerCredentials
+	0,  // 42: setats.v1.SeekRequest.position:type_name -> setats.v1.StartPosition
+	42, // 43: setats.v1.CommitRequest.credentials:type_name -> setats.v1.ConsumerCredentials
+	44, // [44:44] is the sub-list for method output_type
+	44, // [44:44] is the sub-list for method input_type
+	44, // [44:44] is the sub-list for extension type_name
+	44, // [44:44] is the sub-list for extension extendee
+	0,  // [0:44] is the sub-list for field type_name
 }
 
 func init() { file_setats_proto_init() }
@@ -4781,16 +4893,16 @@ func file_setats_proto_init() {
 		(*ChangelogTicket_TimestampMs)(nil),
 		(*ChangelogTicket_Position)(nil),
 	}
-	file_setats_proto_msgTypes[20].OneofWrappers = []any{
+	file_setats_proto_msgTypes[21].OneofWrappers = []any{
 		(*LookupOffsetsRequest_Position)(nil),
 		(*LookupOffsetsRequest_TimestampMs)(nil),
 	}
-	file_setats_proto_msgTypes[39].OneofWrappers = []any{
+	file_setats_proto_msgTypes[40].OneofWrappers = []any{
 		(*ChannelTicket_FromId)(nil),
 		(*ChannelTicket_TimestampMs)(nil),
 		(*ChannelTicket_Position)(nil),
 	}
-	file_setats_proto_msgTypes[48].OneofWrappers = []any{
+	file_setats_proto_msgTypes[49].OneofWrappers = []any{
 		(*SeekRequest_TimestampMs)(nil),
 		(*SeekRequest_Position)(nil),
 		(*SeekRequest_Committed)(nil),
@@ -4801,7 +4913,7 @@ func file_setats_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_setats_proto_rawDesc), len(file_setats_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   52,
+			NumMessages:   53,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

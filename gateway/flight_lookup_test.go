@@ -1,0 +1,149 @@
+package gateway
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/setats/setats/internal/flighttest"
+	"github.com/setats/setats/proto/setatspb"
+)
+
+// lookupSession is one DoExchange "lookup" stream.
+type lookupSession struct {
+	t   testing.TB
+	ex  flight.FlightService_DoExchangeClient
+	w   *flight.Writer
+	rdr *flight.Reader
+	mem memory.Allocator
+}
+
+func (g *testGateway) openLookup(cmd *setatspb.LookupCommand, keySchema *arrow.Schema) *lookupSession {
+	g.t.Helper()
+	ex, err := g.client.DoExchange(g.ctx)
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	b, _ := proto.Marshal(cmd)
+	w := flight.NewRecordWriter(ex, ipc.WithSchema(keySchema), ipc.WithAllocator(g.mem))
+	w.SetFlightDescriptor(&flight.FlightDescriptor{Type: flight.DescriptorCMD, Cmd: b})
+	return &lookupSession{t: g.t, ex: ex, w: w, mem: g.mem}
+}
+
+// lookup sends one key batch and prints the answer as "#index name=value ...".
+func (l *lookupSession) lookup(keys arrow.RecordBatch) ([]string, error) {
+	defer keys.Release()
+	if err := l.w.Write(keys); err != nil {
+		return nil, err
+	}
+	if l.rdr == nil {
+		rdr, err := flight.NewRecordReader(l.ex, ipc.WithAllocator(l.mem))
+		if err != nil {
+			return nil, err
+		}
+		l.rdr = rdr
+	}
+	if !l.rdr.Next() {
+		return nil, l.rdr.Err()
+	}
+	rec := l.rdr.RecordBatch()
+	var out []string
+	for i := 0; i < int(rec.NumRows()); i++ {
+		s := fmt.Sprintf("#%d", rec.Column(0).(*array.Int32).Value(i))
+		for c := 1; c < int(rec.NumCols()); c++ {
+			s += " " + rec.ColumnName(c) + "=" + rec.Column(c).ValueStr(i)
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+func (l *lookupSession) close() {
+	_ = l.w.Close()
+	_ = l.ex.CloseSend()
+	if l.rdr != nil {
+		for l.rdr.Next() {
+		}
+		l.rdr.Release()
+	}
+}
+
+func partKeys(mem memory.Allocator, ids []int32, dts []string) arrow.RecordBatch {
+	b := array.NewRecordBuilder(mem, arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int32}, {Name: "dt", Type: arrow.BinaryTypes.String}}, nil))
+	defer b.Release()
+	b.Field(0).(*array.Int32Builder).AppendValues(ids, nil)
+	b.Field(1).(*array.StringBuilder).AppendValues(dts, nil)
+	return b.NewRecordBatch()
+}
+
+var partKeySchema = arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int32}, {Name: "dt", Type: arrow.BinaryTypes.String}}, nil)
+
+// TestLookupExchange: keys of several partitions and buckets in one request come back in request
+// order with their `_index`, absent keys give no row, the projection applies, a later request
+// sees a write acknowledged in between, and hostile requests are refused naming the culprit.
+func TestLookupExchange(t *testing.T) {
+	g := startGateway(t, nil)
+	g.createPartTable("p", 4)
+	put := func(rows ...flighttest.WriteRow) {
+		if _, err := g.fc.Put(g.ctx, "default", "p", partCols, true, [][]flighttest.WriteRow{rows}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(flighttest.WriteRow{Kind: 0, Values: []any{int32(1), "d1", "a"}}, flighttest.WriteRow{Kind: 0, Values: []any{int32(2), "d1", "b"}},
+		flighttest.WriteRow{Kind: 0, Values: []any{int32(3), "d2", "c"}}, flighttest.WriteRow{Kind: 0, Values: []any{int32(4), "d2", nil}})
+	l := g.openLookup(&setatspb.LookupCommand{Table: "p", Columns: []string{"v", "id"}}, partKeySchema)
+	got, err := l.lookup(partKeys(g.mem, []int32{3, 9, 1, 2, 4, 1}, []string{"d2", "d1", "d1", "d2", "d2", "d1"}))
+	if err != nil || strings.Join(got, ";") != "#0 v=c id=3;#2 v=a id=1;#4 v=(null) id=4;#5 v=a id=1" {
+		t.Fatalf("lookup: %q %v", got, err)
+	}
+	put(flighttest.WriteRow{Kind: 2, Values: []any{int32(1), "d1", "a2"}}, flighttest.WriteRow{Kind: 3, Values: []any{int32(3), "d2", "c"}})
+	got, err = l.lookup(partKeys(g.mem, []int32{1, 3}, []string{"d1", "d2"}))
+	if err != nil || strings.Join(got, ";") != "#0 v=a2 id=1" {
+		t.Fatalf("lookup after an update and a delete: %q %v", got, err)
+	}
+	got, err = l.lookup(partKeys(g.mem, nil, nil))
+	if err != nil || len(got) != 0 {
+		t.Fatalf("empty request: %q %v", got, err)
+	}
+	l.close()
+
+	// Hostile requests.
+	l = g.openLookup(&setatspb.LookupCommand{Table: "p"}, arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int32}, {Name: "v", Type: arrow.BinaryTypes.String}}, nil))
+	b := array.NewRecordBuilder(g.mem, arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int32}, {Name: "v", Type: arrow.BinaryTypes.String}}, nil))
+	b.Field(0).(*array.Int32Builder).Append(1)
+	b.Field(1).(*array.StringBuilder).Append("x")
+	_, err = l.lookup(b.NewRecordBatch())
+	b.Release()
+	wantCode(t, err, codes.InvalidArgument, `"v"`, "not a primary-key column")
+	l.close()
+
+	l = g.openLookup(&setatspb.LookupCommand{Table: "p"}, arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int32}}, nil))
+	_, err = l.lookup(intRecord(g.mem, 1))
+	wantCode(t, err, codes.InvalidArgument, "dt")
+	l.close()
+
+	l = g.openLookup(&setatspb.LookupCommand{Table: "p"}, partKeySchema)
+	ids := make([]int32, MaxLookupKeys+1)
+	dts := make([]string, len(ids))
+	_, err = l.lookup(partKeys(g.mem, ids, dts))
+	wantCode(t, err, codes.InvalidArgument, "4097 keys")
+	l.close()
+
+	l = g.openLookup(&setatspb.LookupCommand{Table: "p", Columns: []string{strings.Repeat("c", 3000)}}, partKeySchema)
+	_, err = l.lookup(partKeys(g.mem, []int32{1}, []string{"d1"}))
+	wantCode(t, err, codes.InvalidArgument, "unknown columns", "(3000 bytes)")
+	l.close()
+
+	l = g.openLookup(&setatspb.LookupCommand{Table: "nope"}, partKeySchema)
+	_, err = l.lookup(partKeys(g.mem, []int32{1}, []string{"d1"}))
+	wantCode(t, err, codes.NotFound, "nope")
+	l.close()
+}
