@@ -259,7 +259,6 @@ func TestSnapshotProjectionAndPartitions(t *testing.T) {
 	}
 }
 
-
 // TestSnapshotLease: a view pinned by GetFlightInfo and not read is released by the retention
 // pass once --snapshot-lease has passed (its DoGet is then Aborted, naming the plan again); a
 // stream that broke off keeps its view for a resume with after_key until then; a stream read to
