@@ -31,13 +31,14 @@ type testUser struct {
 	grants         string // YAML flow sequence
 }
 
-// testUsers: admin of everything, a reader of database shop, a writer of shop.orders only, and a
-// user without grants.
+// testUsers: admin of everything, a reader of database shop, a writer of shop.orders only, a
+// user without grants, and a reader of the subscription channel nochan only.
 var testUsers = []testUser{
 	{"admin", "admin-pw", `[{privileges: [admin]}]`},
 	{"reader", "reader-pw", `[{database: shop, table: "*", privileges: [read]}]`},
 	{"writer", "writer-pw", `[{database: shop, table: orders, privileges: [write]}]`},
 	{"nobody", "nobody-pw", `[]`},
+	{"consumer", "consumer-pw", `[{channel: nochan, privileges: [read]}]`},
 }
 
 // writeUsersFile writes a users file (bcrypt at the lowest cost, to keep tests fast) and returns
@@ -125,9 +126,22 @@ func (g *testGateway) firstResult(typ string, req proto.Message) error {
 	return err
 }
 
+// authPassed is nil when err is nil or is not an authentication or authorization refusal: for
+// calls on a channel that does not exist (NotFound once authorized) or a source that cannot be
+// reached, what matters is that the caller got past authorization.
+func authPassed(err error) error {
+	if c := status.Code(err); c == codes.Unauthenticated || c == codes.PermissionDenied {
+		return err
+	}
+	return nil
+}
+
 // TestAuthorizeEveryCall: every Flight call and action under each kind of user (SPEC section 14):
 // anonymous calls fail Unauthenticated, calls beyond the grants PermissionDenied, both naming the
-// user and the table, database or action; the others succeed.
+// user and the table, database, channel or action; the others succeed. The table must cover every
+// action ListActions lists and every RPC the gRPC server registers (the first word of a call's
+// name is the action or RPC it covers): a new action or RPC without an entry fails the test, so
+// that a handler that forgets to authorize cannot go unnoticed.
 func TestAuthorizeEveryCall(t *testing.T) {
 	g, _ := startAuthGateway(t, nil)
 	setupShop(t, g)
@@ -267,15 +281,113 @@ func TestAuthorizeEveryCall(t *testing.T) {
 		{"drop-database", "admin", "database gone", func(g *testGateway, _ string) error {
 			return g.action(ActionDropDatabase, &setatspb.DatabaseRequest{Database: "gone", IgnoreExistence: true}, &setatspb.Empty{})
 		}},
+
+		// Table binlog (SPEC section 8): read on the table, drop-slot admin. Each user has its slot.
+		{"binlog-acquire-slot", "read", "shop.orders", func(g *testGateway, user string) error {
+			return g.action(ActionBinlogAcquireSlot, &setatspb.AcquireSlotRequest{Database: "shop", Table: "orders", Slot: "s_" + user, Owner: "o"}, &setatspb.SlotInfo{})
+		}},
+		{"binlog-register-sync-point", "read", "shop.orders", func(g *testGateway, user string) error {
+			return g.action(ActionBinlogRegisterSyncPoint, &setatspb.RegisterSyncPointRequest{Database: "shop", Table: "orders", Slot: "s_" + user, Owner: "o",
+				Checkpoint: true, Points: []*setatspb.SyncPointPosition{{Bucket: 0, Offset: 1}}}, &setatspb.SlotInfo{})
+		}},
+		{"binlog-sync-point", "read", "shop.orders", func(g *testGateway, user string) error {
+			return g.action(ActionBinlogSyncPoint, &setatspb.SlotRequest{Database: "shop", Table: "orders", Slot: "s_" + user, Checkpoint: true}, &setatspb.SyncPointResponse{})
+		}},
+		{"binlog-consumed", "read", "shop.orders", func(g *testGateway, _ string) error {
+			return g.action(ActionBinlogConsumed, &setatspb.SlotRequest{Database: "shop", Table: "orders"}, &setatspb.ConsumedResponse{})
+		}},
+		{"binlog-progress", "read", "shop.orders", func(g *testGateway, _ string) error {
+			return g.action(ActionBinlogProgress, &setatspb.SlotRequest{Database: "shop", Table: "orders"}, &setatspb.ProgressResponse{})
+		}},
+		{"binlog-slots", "read", "shop.orders", func(g *testGateway, _ string) error {
+			return g.action(ActionBinlogSlots, &setatspb.SlotRequest{Database: "shop", Table: "orders"}, &setatspb.ListSlotsResponse{})
+		}},
+		{"binlog-release-slot", "read", "shop.orders", func(g *testGateway, user string) error {
+			return g.action(ActionBinlogReleaseSlot, &setatspb.SlotRequest{Database: "shop", Table: "orders", Slot: "s_" + user, Owner: "o"}, &setatspb.Empty{})
+		}},
+		{"binlog-drop-slot", "admin", "shop.orders", func(g *testGateway, user string) error {
+			return g.action(ActionBinlogDropSlot, &setatspb.SlotRequest{Database: "shop", Table: "orders", Slot: "s_" + user}, &setatspb.Empty{})
+		}},
+
+		// Subscription channels (SPEC section 11): admin on the channel to manage it, read (and the
+		// consumer group's credentials) to describe and read it. Channel nochan does not exist:
+		// holders get past authorization to NotFound (TestAuthorizeChannels uses a real channel).
+		{"subscription-list", "any", ActionSubscriptionList, func(g *testGateway, _ string) error {
+			return g.action(ActionSubscriptionList, &setatspb.ListChannelsRequest{}, &setatspb.ListChannelsResponse{})
+		}},
+		{"subscription-create", "admin", "channel nochan", func(g *testGateway, _ string) error {
+			return authPassed(g.action(ActionSubscriptionCreate, &setatspb.CreateChannelRequest{Channel: "nochan",
+				SourceUrl: "postgres://setats@127.0.0.1:1/none", Tables: []string{"shop.orders"}}, &setatspb.ChannelInfo{}))
+		}},
+		{"subscription-drop", "admin", "channel nochan", func(g *testGateway, _ string) error {
+			return authPassed(g.action(ActionSubscriptionDrop, &setatspb.ChannelRequest{Channel: "nochan"}, &setatspb.Empty{}))
+		}},
+		{"subscription-create-group", "admin", "channel nochan", func(g *testGateway, _ string) error {
+			return authPassed(g.action(ActionSubscriptionCreateGroup, &setatspb.CreateGroupRequest{Channel: "nochan", Group: "g", User: "u", Password: "p"}, &setatspb.GroupInfo{}))
+		}},
+		{"subscription-describe", "chread", "channel nochan", func(g *testGateway, _ string) error {
+			return authPassed(g.action(ActionSubscriptionDescribe, &setatspb.ChannelRequest{Channel: "nochan"}, &setatspb.ChannelInfo{}))
+		}},
+		{"subscription-groups", "chread", "channel nochan", func(g *testGateway, _ string) error {
+			return authPassed(g.action(ActionSubscriptionGroups, &setatspb.ChannelRequest{Channel: "nochan"}, &setatspb.ListGroupsResponse{}))
+		}},
+		{"subscription-seek", "chread", "channel nochan", func(g *testGateway, _ string) error {
+			return authPassed(g.action(ActionSubscriptionSeek, &setatspb.SeekRequest{Channel: "nochan", Credentials: consumerCred}, &setatspb.SeekResponse{}))
+		}},
+		{"subscription-commit", "chread", "channel nochan", func(g *testGateway, _ string) error {
+			return authPassed(g.action(ActionSubscriptionCommit, &setatspb.CommitRequest{Channel: "nochan", Credentials: consumerCred, NextId: 1}, &setatspb.Empty{}))
+		}},
+		{"DoGet channel", "chread", "channel nochan", func(g *testGateway, _ string) error {
+			_, _, err := g.readChannel(&setatspb.ChannelTicket{Channel: "nochan", Credentials: consumerCred})
+			return authPassed(err)
+		}},
+
+		// Calls any caller may make.
+		{"ListActions", "open", "", func(g *testGateway, _ string) error {
+			_, err := listActions(g)
+			return err
+		}},
+		// Calls the gateway does not serve: Unimplemented for everyone. Serving one without
+		// moving it to a privilege fails here.
+		{"PollFlightInfo", "unimplemented", "", func(g *testGateway, _ string) error {
+			_, err := g.client.PollFlightInfo(g.ctx, &flight.FlightDescriptor{Type: flight.DescriptorPATH, Path: []string{"shop", "orders"}})
+			return err
+		}},
 	}
+
+	// Every action and RPC the server registers has an entry (DoAction through its actions).
+	covered := map[string]bool{"DoAction": true}
+	for _, c := range calls {
+		covered[strings.Fields(c.name)[0]] = true
+	}
+	actions, err := listActions(g.asUser("admin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rpcs []string
+	for _, info := range g.s.grpc.GetServiceInfo() {
+		for _, m := range info.Methods {
+			rpcs = append(rpcs, m.Name)
+		}
+	}
+	if len(actions) < 20 || len(rpcs) < 10 {
+		t.Fatalf("ListActions %v, RPCs %v: the enumeration found too little", actions, rpcs)
+	}
+	for _, name := range append(actions, rpcs...) {
+		if !covered[name] {
+			t.Errorf("%s has no entry in TestAuthorizeEveryCall: add one with the privilege it needs", name)
+		}
+	}
+
 	holds := map[string]map[string]bool{
-		"admin":  {"any": true, "read": true, "write": true, "admin": true, "write|read": true},
-		"reader": {"any": true, "read": true, "write|read": true},
-		"writer": {"any": true, "write": true, "write|read": true},
-		"nobody": {"any": true},
+		"admin":    {"any": true, "read": true, "write": true, "admin": true, "write|read": true, "chread": true},
+		"reader":   {"any": true, "read": true, "write|read": true},
+		"writer":   {"any": true, "write": true, "write|read": true},
+		"nobody":   {"any": true},
+		"consumer": {"any": true, "chread": true},
 	}
 	for _, c := range calls {
-		for _, user := range []string{"", "admin", "reader", "writer", "nobody"} {
+		for _, user := range []string{"", "admin", "reader", "writer", "nobody", "consumer"} {
 			label := user
 			if user == "" {
 				label = "anonymous"
@@ -285,6 +397,12 @@ func TestAuthorizeEveryCall(t *testing.T) {
 				ug.t = t
 				err := c.run(ug, user)
 				switch {
+				case c.need == "open":
+					if err != nil {
+						t.Fatalf("%s as %s: %v", c.name, label, err)
+					}
+				case c.need == "unimplemented":
+					wantCode(t, err, codes.Unimplemented)
 				case user == "":
 					wantCode(t, err, codes.Unauthenticated, "anonymous")
 				case holds[user][c.need]:
@@ -296,6 +414,28 @@ func TestAuthorizeEveryCall(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// consumerCred are the consumer group credentials of the channel calls of TestAuthorizeEveryCall.
+var consumerCred = &setatspb.ConsumerCredentials{Group: "g", User: "u", Password: "p"}
+
+// listActions returns the action types ListActions lists.
+func listActions(g *testGateway) ([]string, error) {
+	s, err := g.client.ListActions(g.ctx, &flight.Empty{})
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for {
+		a, err := s.Recv()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, a.GetType())
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/setats/setats/gateway/auth"
 	"github.com/setats/setats/gateway/subscribe"
 	"github.com/setats/setats/gateway/subscribe/mysql"
 	"github.com/setats/setats/gateway/subscribe/pg"
@@ -73,19 +74,49 @@ func (s *Server) subscriptionAction(ctx context.Context, typ string, body []byte
 	return enc, res, true, subscribeStatus(err)
 }
 
+// subscriptionPrivilege is what each subscription action needs of the gateway user on its
+// channel (gateway/README.md "Security"): admin to create or drop a channel or create a group,
+// read for the rest. subscription-list needs any user and lists the channels the user may read.
+var subscriptionPrivilege = map[string]auth.Privilege{
+	ActionSubscriptionCreate:      privAdmin,
+	ActionSubscriptionDrop:        privAdmin,
+	ActionSubscriptionCreateGroup: privAdmin,
+	ActionSubscriptionDescribe:    privRead,
+	ActionSubscriptionGroups:      privRead,
+	ActionSubscriptionSeek:        privRead,
+	ActionSubscriptionCommit:      privRead,
+}
+
+// channelOf returns the channel a subscription request names.
+type channelOf interface {
+	proto.Message
+	GetChannel() string
+}
+
+// decodeChannel decodes a subscription action's body and authorizes the caller on the channel it
+// names (subscriptionPrivilege) before anything looks the channel up, so that a caller without
+// the grant learns nothing about it.
+func (s *Server) decodeChannel(ctx context.Context, typ string, body []byte, req channelOf) (encoding, error) {
+	enc, err := decodeMsg(body, req, typ+" body")
+	if err != nil {
+		return enc, err
+	}
+	p, ok := subscriptionPrivilege[typ]
+	if !ok {
+		return enc, status.Errorf(codes.Internal, "%s: no privilege is defined for it", typ)
+	}
+	return enc, s.authorizeChannel(ctx, typ, p, req.GetChannel())
+}
+
+// subscriptionActionDo runs one subscription action. Seek and commit (the consumer's calls) need
+// read on the channel and the consumer group's credentials (SPEC section 11), checked by
+// s.consumer.
 func (s *Server) subscriptionActionDo(ctx context.Context, typ string, body []byte) (encoding, proto.Message, error) {
 	m := s.subs
-	// Managing channels and groups needs a gateway user (--users-file); seek and commit carry the
-	// consumer group's own credentials instead (SPEC section 11), checked by s.consumer.
-	if typ != ActionSubscriptionSeek && typ != ActionSubscriptionCommit {
-		if err := s.authenticated(ctx, typ); err != nil {
-			return encBinary, nil, err
-		}
-	}
 	switch typ {
 	case ActionSubscriptionCreate:
 		req := &setatspb.CreateChannelRequest{}
-		enc, err := decodeMsg(body, req, typ+" body")
+		enc, err := s.decodeChannel(ctx, typ, body, req)
 		if err != nil {
 			return enc, nil, err
 		}
@@ -104,14 +135,19 @@ func (s *Server) subscriptionActionDo(ctx context.Context, typ string, body []by
 		if err != nil {
 			return enc, nil, err
 		}
+		if err := s.authenticated(ctx, typ); err != nil {
+			return enc, nil, err
+		}
 		res := &setatspb.ListChannelsResponse{}
 		for _, ch := range m.List() {
-			res.Channels = append(res.Channels, s.channelInfo(ch))
+			if s.auth.SeesChannel(ctx, ch.Name()) { // only the channels the caller may read
+				res.Channels = append(res.Channels, s.channelInfo(ch))
+			}
 		}
 		return enc, res, nil
 	case ActionSubscriptionDescribe, ActionSubscriptionDrop, ActionSubscriptionGroups:
 		req := &setatspb.ChannelRequest{}
-		enc, err := decodeMsg(body, req, typ+" body")
+		enc, err := s.decodeChannel(ctx, typ, body, req)
 		if err != nil {
 			return enc, nil, err
 		}
@@ -136,7 +172,7 @@ func (s *Server) subscriptionActionDo(ctx context.Context, typ string, body []by
 		return enc, res, nil
 	case ActionSubscriptionCreateGroup:
 		req := &setatspb.CreateGroupRequest{}
-		enc, err := decodeMsg(body, req, typ+" body")
+		enc, err := s.decodeChannel(ctx, typ, body, req)
 		if err != nil {
 			return enc, nil, err
 		}
@@ -151,7 +187,7 @@ func (s *Server) subscriptionActionDo(ctx context.Context, typ string, body []by
 		return enc, groupInfo(ch, &g), nil
 	case ActionSubscriptionSeek:
 		req := &setatspb.SeekRequest{}
-		enc, err := decodeMsg(body, req, typ+" body")
+		enc, err := s.decodeChannel(ctx, typ, body, req)
 		if err != nil {
 			return enc, nil, err
 		}
@@ -181,7 +217,7 @@ func (s *Server) subscriptionActionDo(ctx context.Context, typ string, body []by
 		return enc, res, err
 	case ActionSubscriptionCommit:
 		req := &setatspb.CommitRequest{}
-		enc, err := decodeMsg(body, req, typ+" body")
+		enc, err := s.decodeChannel(ctx, typ, body, req)
 		if err != nil {
 			return enc, nil, err
 		}
@@ -231,8 +267,15 @@ func groupInfo(ch *subscribe.Channel, g *subscribe.Group) *setatspb.GroupInfo {
 
 // doGetChannel streams a channel's records (proto ChannelTicket): from an id, a timestamp, the
 // start or the end; with follow it waits on Channel.Wait and pushes records as soon as they are
-// durable (no polling).
+// durable (no polling). The caller needs read on the channel besides the consumer group's
+// credentials; a following stream whose user loses the grant (users file reload) ends with
+// PermissionDenied.
 func (s *Server) doGetChannel(t *setatspb.ChannelTicket, stream flight.FlightService_DoGetServer) error {
+	ctx := stream.Context()
+	authChanged := s.auth.Changed()
+	if err := s.authorizeChannel(ctx, "DoGet", privRead, t.GetChannel()); err != nil {
+		return err
+	}
 	ch, _, err := s.consumer(t.GetChannel(), t.GetCredentials())
 	if err != nil {
 		return subscribeStatus(err)
@@ -302,10 +345,17 @@ func (s *Server) doGetChannel(t *setatspb.ChannelTicket, stream flight.FlightSer
 		defer rec.Release()
 		return w.Write(rec)
 	}
-	ctx := stream.Context()
 	var buf []subscribe.Record
 	sent := false
 	for {
+		select {
+		case <-authChanged: // the users file changed: the stream goes on only with the grant
+			if err := s.authorizeChannel(ctx, "DoGet", privRead, ch.Name()); err != nil {
+				return err
+			}
+			authChanged = s.auth.Changed()
+		default:
+		}
 		if !t.GetFollow() && from >= end {
 			if !sent {
 				return send()
@@ -345,6 +395,11 @@ func (s *Server) doGetChannel(t *setatspb.ChannelTicket, stream flight.FlightSer
 		}
 		select {
 		case <-wait:
+		case <-authChanged:
+			if err := s.authorizeChannel(ctx, "DoGet", privRead, ch.Name()); err != nil {
+				return err
+			}
+			authChanged = s.auth.Changed()
 		case <-ctx.Done():
 			return nil
 		case <-s.quit:

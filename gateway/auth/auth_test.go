@@ -36,6 +36,9 @@ func TestParseUsers(t *testing.T) {
 		{"no privileges", "users: [{name: a, password: '" + h + "', grants: [{database: d}]}]", "privileges are missing"},
 		{"unknown key", "users: [{name: a, passwd: x}]", "passwd"},
 		{"colon in name", "users: [{name: 'a:b', password: '" + h + "'}]", "':'"},
+		{"channel grant", "users: [{name: a, password: '" + h + "', grants: [{channel: ch, privileges: [read]}]}]", ""},
+		{"channel and table", "users: [{name: a, password: '" + h + "', grants: [{channel: ch, database: d, privileges: [read]}]}]", "not both"},
+		{"blank channel", "users: [{name: a, password: '" + h + "', grants: [{channel: ' ', privileges: [read]}]}]", "blank"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ParseUsers([]byte(tc.yaml))
@@ -81,6 +84,44 @@ func TestGrants(t *testing.T) {
 	}
 	if !u.SeesDatabase("shop") || u.SeesDatabase("other") {
 		t.Error("SeesDatabase")
+	}
+}
+
+// TestChannelGrants: channel grants cover channels only; a grant on every database and table
+// covers every channel too; admin implies read.
+func TestChannelGrants(t *testing.T) {
+	h := hash(t, "pw")
+	us, err := ParseUsers([]byte(`users:
+  - {name: consumer, password: '` + h + `', grants: [{channel: orders, privileges: [read]}]}
+  - {name: chadmin, password: '` + h + `', grants: [{channel: "*", privileges: [admin]}]}
+  - {name: shop, password: '` + h + `', grants: [{database: shop, privileges: [admin]}]}
+  - {name: all, password: '` + h + `', grants: [{privileges: [read]}]}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		user string
+		p    Privilege
+		ch   string
+		want bool
+	}{
+		{"consumer", Read, "orders", true},
+		{"consumer", Read, "users", false},
+		{"consumer", Admin, "orders", false},
+		{"chadmin", Admin, "any", true},
+		{"chadmin", Read, "any", true},
+		{"shop", Read, "orders", false}, // a database grant covers no channel
+		{"all", Read, "orders", true},   // every database and table: every channel
+		{"all", Admin, "orders", false},
+	} {
+		if got := us.Lookup(tc.user).AllowsChannel(tc.p, tc.ch); got != tc.want {
+			t.Errorf("%s AllowsChannel(%s, %s) = %v, want %v", tc.user, tc.p, tc.ch, got, tc.want)
+		}
+	}
+	// A channel grant covers no table, and names no database for listings.
+	if c := us.Lookup("consumer"); c.Allows(Read, "orders", Any) || c.Allows(Read, Any, Any) || c.SeesDatabase("orders") {
+		t.Error("a channel grant covers a table")
 	}
 }
 
@@ -173,7 +214,17 @@ func TestAuthorizeErrors(t *testing.T) {
 			}
 		}
 	}
+	err = a.AuthorizeChannel(r, "subscription-drop", Admin, "orders")
+	if KindOf(err) != KindPermissionDenied || !strings.Contains(err.Error(), `subscription-drop: user "r" has no admin privilege on channel orders`) {
+		t.Fatalf("channel refusal: %v", err)
+	}
+	if err := a.AuthorizeChannel(anon, "DoGet", Read, "orders"); KindOf(err) != KindUnauthenticated {
+		t.Fatalf("anonymous channel read: %v", err)
+	}
 	var none *Authenticator
+	if err := none.AuthorizeChannel(anon, "DoGet", Admin, "orders"); err != nil {
+		t.Fatalf("a nil Authenticator allows every channel: %v", err)
+	}
 	if err := none.Authorize(anon, "DoPut", Admin, "d", "t"); err != nil {
 		t.Fatalf("a nil Authenticator allows everything: %v", err)
 	}

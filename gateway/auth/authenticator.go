@@ -514,6 +514,31 @@ func (a *Authenticator) Authorize(ctx context.Context, call string, p Privilege,
 	return nil
 }
 
+// AuthorizeChannel checks that the caller of ctx holds privilege p on the subscription channel
+// ch (SPEC sections 11 and 14): `admin` to create or drop it or to create its consumer groups,
+// `read` to describe it and, besides the consumer group's own credentials, to read it. A nil
+// Authenticator allows everything. Errors as Authorize's, naming the channel.
+func (a *Authenticator) AuthorizeChannel(ctx context.Context, call string, p Privilege, ch string) error {
+	if a == nil {
+		return nil
+	}
+	u, err := a.user(ctx, call)
+	if err != nil {
+		return err
+	}
+	if !u.AllowsChannel(p, ch) {
+		return &Error{Kind: KindPermissionDenied, User: u.Name, Call: call,
+			msg: fmt.Sprintf("has no %s privilege on channel %s", p, ch)}
+	}
+	return nil
+}
+
+// SeesChannel reports whether the caller of ctx may read the channel ch (subscription-list
+// shows only those). Always true for a nil Authenticator.
+func (a *Authenticator) SeesChannel(ctx context.Context, ch string) bool {
+	return a.AuthorizeChannel(ctx, "", Read, ch) == nil
+}
+
 // Authenticated checks that ctx carries a user who is in the users file (calls that any user may
 // make, such as gateway-info, and listings that then show only what the user may see).
 func (a *Authenticator) Authenticated(ctx context.Context, call string) error {

@@ -7,6 +7,7 @@
 //	    password: "$2a$10$..."
 //	    grants:
 //	      - {database: "*", table: "*", privileges: [read, write]}
+//	      - {channel: orders_channel, privileges: [read]}   # a subscription channel
 //
 // Authentication and authorization are two steps. The gateway's gRPC interceptor calls
 // Authenticator.Authenticate with the call's `authorization` header (HTTP Basic credentials, or

@@ -62,10 +62,14 @@ func (p Privilege) effective() Privilege {
 // Any is the wildcard of a grant's database or table.
 const Any = "*"
 
-// Grant gives privileges on the tables matched by Database and Table, each a name or Any.
+// Grant gives privileges on the tables matched by Database and Table, each a name or Any, or,
+// when Channel is set, on the subscription channels it matches (a name or Any; SPEC section 11).
+// A channel grant names no database or table and covers no table. A grant on every database and
+// table (Database and Table both Any) also covers every channel.
 type Grant struct {
 	Database   string
 	Table      string
+	Channel    string
 	Privileges Privilege
 }
 
@@ -78,10 +82,22 @@ func matches(pattern, name string) bool {
 // allows reports whether g gives privilege p on database db, table table. table Any asks for the
 // whole database (create/drop database), db Any for the whole gateway.
 func (g Grant) allows(p Privilege, db, table string) bool {
-	return g.Privileges.effective()&p == p && matches(g.Database, db) && matches(g.Table, table)
+	return g.Channel == "" && g.Privileges.effective()&p == p && matches(g.Database, db) && matches(g.Table, table)
+}
+
+// allowsChannel reports whether g gives privilege p on the subscription channel ch: a channel
+// grant matching ch, or a grant on every database and table.
+func (g Grant) allowsChannel(p Privilege, ch string) bool {
+	if g.Privileges.effective()&p != p {
+		return false
+	}
+	if g.Channel != "" {
+		return matches(g.Channel, ch)
+	}
+	return g.Database == Any && g.Table == Any
 }
 
 // touches reports whether g gives any privilege on some table of database db (listing).
 func (g Grant) touches(db string) bool {
-	return g.Privileges != 0 && matches(g.Database, db)
+	return g.Channel == "" && g.Privileges != 0 && matches(g.Database, db)
 }

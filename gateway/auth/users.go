@@ -39,6 +39,17 @@ func (u *User) Allows(p Privilege, db, table string) bool {
 	return false
 }
 
+// AllowsChannel reports whether some grant of u gives p on the subscription channel ch (a
+// channel grant naming it or Any, or a grant on every database and table).
+func (u *User) AllowsChannel(p Privilege, ch string) bool {
+	for _, g := range u.Grants {
+		if g.allowsChannel(p, ch) {
+			return true
+		}
+	}
+	return false
+}
+
 // SeesDatabase reports whether some grant of u names database db (or every database).
 func (u *User) SeesDatabase(db string) bool {
 	for _, g := range u.Grants {
@@ -80,6 +91,7 @@ type yamlUser struct {
 type yamlGrant struct {
 	Database   string   `yaml:"database"`
 	Table      string   `yaml:"table"`
+	Channel    string   `yaml:"channel"`
 	Privileges []string `yaml:"privileges"`
 }
 
@@ -105,7 +117,8 @@ func LoadUsersFile(path string) (*Users, error) {
 // by an editor) is an error: it would lock every user out. Unknown keys, a missing or duplicate name, a
 // password that is not a bcrypt hash, an unknown privilege and an empty database or table
 // pattern are errors naming the user (and line where YAML knows it). A grant's database and
-// table default to "*" when left out; privileges are required.
+// table default to "*" when left out; privileges are required. A grant with `channel` (a
+// subscription channel's name or "*") is a channel grant and may name no database or table.
 func ParseUsers(b []byte) (*Users, error) {
 	if len(b) > MaxUsersFileBytes {
 		return nil, fmt.Errorf("larger than %d bytes", MaxUsersFileBytes)
@@ -136,12 +149,20 @@ func ParseUsers(b []byte) (*Users, error) {
 		}
 		u := &User{Name: name, Hash: []byte(yu.Password)}
 		for j, yg := range yu.Grants {
-			g := Grant{Database: yg.Database, Table: yg.Table}
-			if g.Database == "" {
-				g.Database = Any
-			}
-			if g.Table == "" {
-				g.Table = Any
+			g := Grant{Database: yg.Database, Table: yg.Table, Channel: strings.TrimSpace(yg.Channel)}
+			if g.Channel != "" {
+				if g.Database != "" || g.Table != "" {
+					return nil, fmt.Errorf("user %q grant %d: a grant names either a channel or a database and table, not both", name, j+1)
+				}
+			} else if yg.Channel != "" {
+				return nil, fmt.Errorf("user %q grant %d: the channel name is blank", name, j+1)
+			} else {
+				if g.Database == "" {
+					g.Database = Any
+				}
+				if g.Table == "" {
+					g.Table = Any
+				}
 			}
 			if len(yg.Privileges) == 0 {
 				return nil, fmt.Errorf("user %q grant %d: privileges are missing (read, write, admin)", name, j+1)
