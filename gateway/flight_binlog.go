@@ -120,11 +120,11 @@ func (s *Server) withSlots(db, table string, fn func(sl *binlog.Slots) (proto.Me
 	err = ot.use(s, func(*storeTable) error {
 		var err error
 		res, err = fn(ot.slots)
+		if _, isProgress := res.(*setatspb.ProgressResponse); err == nil && isProgress {
+			s.updateSlotMetrics(ot)
+		}
 		return err
 	})
-	if _, isProgress := res.(*setatspb.ProgressResponse); err == nil && isProgress {
-		s.updateSlotMetrics(ot)
-	}
 	return res, err
 }
 

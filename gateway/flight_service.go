@@ -81,6 +81,15 @@ func (s *Server) openTable(db, name string) (*openTable, error) {
 	return s.tables.open(t)
 }
 
+// tableHandle returns the handle of db.name without opening its store.
+func (s *Server) tableHandle(db, name string) (*openTable, error) {
+	t, err := s.table(db, name)
+	if err != nil {
+		return nil, err
+	}
+	return s.tables.handle(t)
+}
+
 // bucketsOf returns the (partition, bucket) pairs a table's readers see, ordered by partition
 // then bucket: every bucket 0..bucket_count-1 of every partition known to the store (the single
 // partition "" of an unpartitioned table is always known), with the store's offsets (zero for a

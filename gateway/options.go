@@ -103,6 +103,8 @@ type Options struct {
 
 	// Security: users, tokens, TLS and NATS credentials (options_security.go, SPEC section 14).
 	Security
+	// Limits: open tables, in-flight DoPut bytes, key index memory (options_limits.go).
+	Limits
 
 	// Logger receives the gateway's logs. Nil builds one from LogLevel and LogFormat on stderr.
 	// Not a flag.
@@ -156,6 +158,7 @@ func (o *Options) SetDefaults() {
 		o.SnapshotLease = DefaultSnapshotLease
 	}
 	o.Security.setDefaults()
+	o.Limits.setDefaults()
 	if o.Clock == nil {
 		o.Clock = func() int64 { return time.Now().UnixMilli() }
 	}
@@ -198,6 +201,9 @@ func (o *Options) Validate() error {
 	if o.ShutdownTimeout < 0 {
 		return fmt.Errorf("shutdown timeout must be >= 0, got %s", o.ShutdownTimeout)
 	}
+	if err := o.Limits.validate(); err != nil {
+		return err
+	}
 	return o.validateSecurity()
 }
 
@@ -229,6 +235,7 @@ func (o *Options) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.SnapshotLease, "snapshot-lease", DefaultSnapshotLease, "how long a snapshot view lives without a read before it is released (Go duration; checked every --retention-interval)")
 	fs.StringVar(&o.ReadyFile, "ready-file", "", "when set, write {flight_addr, admin_addr, nats_url, warehouse} as JSON to this path once serving")
 	o.Security.registerFlags(fs)
+	o.Limits.registerFlags(fs)
 }
 
 // EnvName returns the environment variable read for a flag: SETATS_ + the flag name in upper

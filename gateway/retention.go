@@ -24,18 +24,19 @@ func (s *Server) retentionLoop() {
 // changelog.retention.ms (else --changelog-retention) as of Options.Clock (SPEC section 4), applies
 // the binlog rules (slot TTL, lost slots, consume-then-clean: binlog.Slots.Clean, SPEC section 8),
 // releases snapshot views whose lease ran out and refreshes the slot gauges, and returns the
-// number of rows removed. A table whose store is not open yet (not used since the
-// gateway started) has its store opened here, so that its expired rows go too. The retention loop
-// calls it; tests call it directly with a fake clock.
+// number of rows removed. A table whose store is closed (not used since the gateway started, or
+// closed by the LRU of open tables) is opened only once retention has work in it
+// (retention_due.go), so that idle tables stay closed. The retention loop calls it; tests call it
+// directly with a fake clock.
 func (s *Server) RunRetention() int64 {
 	if s.tables == nil {
 		return 0
 	}
 	now := s.opts.Clock()
 	var total int64
-	for _, ot := range s.catalogTables() {
+	for _, ot := range s.catalogTables(now) {
 		var removed int64
-		err := ot.use(s, func(st *storeTable) error {
+		err := ot.run(s, false, func(st *storeTable) error {
 			// Retention, slot TTL, lost slots and consume-then-clean (SPEC sections 4 and 8).
 			res, err := ot.slots.Clean()
 			removed = res.Removed
@@ -71,9 +72,11 @@ func (s *Server) RunRetention() int64 {
 	return total
 }
 
-// catalogTables returns every table of the catalog with its store open, opening stores as needed.
-// Tables dropped meanwhile are left out; other failures are logged and the table skipped.
-func (s *Server) catalogTables() []*openTable {
+// catalogTables returns the handles of the tables of the catalog that retention visits as of now:
+// those whose store is open, and those whose store is closed and whose retention due time has
+// come (RunRetention opens them). Tables dropped meanwhile are left out; other failures are
+// logged and the table skipped.
+func (s *Server) catalogTables(now int64) []*openTable {
 	dbs, err := s.cat.ListDatabases()
 	if err != nil {
 		s.log.Warn("retention: list databases", "err", err)
@@ -89,7 +92,10 @@ func (s *Server) catalogTables() []*openTable {
 			continue
 		}
 		for _, name := range names {
-			ot, err := s.openTable(db, name)
+			ot, err := s.tableHandle(db, name)
+			if err == nil && ot.cur.Load() == nil && s.tables.dueOf(ot) > now {
+				continue // idle: nothing to do before its due time
+			}
 			if err != nil {
 				if codeOf(err) != codes.NotFound && !s.shuttingDown.Load() {
 					s.log.Warn("retention: open table store", "table", tableLabel(db, name), "err", err)
