@@ -70,6 +70,17 @@ func (f *flightService) DoPut(stream flight.FlightService_DoPutServer) error {
 	ackErr := make(chan error, 1)
 	go func() { ackErr <- s.sendAcks(stream, enc, ot, applied, ackFailed) }()
 
+	// Bytes of the batches applied and not yet acknowledged count against the gateway-wide
+	// in-flight budget (putbudget.go); waiting for it ends with the stream or the gateway.
+	budgetCtx, budgetCancel := context.WithCancel(ctx)
+	defer budgetCancel()
+	go func() {
+		select {
+		case <-s.quit:
+			budgetCancel()
+		case <-budgetCtx.Done():
+		}
+	}()
 	var failure error
 	var seq int64
 apply:
@@ -111,6 +122,13 @@ apply:
 			break
 		}
 		a := appliedBatch{seq: seq, rows: d.b.Len(), begin: d.begin}
+		if n, err := s.limits.put.acquire(budgetCtx, d.bytes); err != nil {
+			failure = status.Errorf(codes.Unavailable,
+				"table %s: gateway is shutting down; batches from batch_seq %d on were not applied, resend them to another gateway or after the restart", label, seq)
+			break
+		} else {
+			a.bytes = n
+		}
 		if a.rows > 0 {
 			err := ot.use(s, func(st *storeTable) error {
 				var err error
@@ -118,6 +136,7 @@ apply:
 				return err
 			})
 			if err != nil {
+				s.limits.put.release(a.bytes)
 				failure = s.putFailed(label, seq, batchError(err, codes.Internal, label, seq))
 				break
 			}
@@ -130,6 +149,7 @@ apply:
 		select {
 		case applied <- a:
 		case <-ackFailed:
+			s.limits.put.release(a.bytes) // the Pending publishes itself; its bytes are out of our hands
 			break apply
 		}
 		seq++
@@ -165,6 +185,7 @@ const putPipelineDepth = 16
 // record arrived, or the error that ends the stream (malformed: the IPC stream, not the batch).
 type decodedBatch struct {
 	b         *row.Batch
+	bytes     int64 // Arrow bytes of the record batch (in-flight budget)
 	begin     time.Time
 	err       error
 	malformed bool
@@ -174,6 +195,7 @@ type decodedBatch struct {
 // acknowledgement.
 type appliedBatch struct {
 	seq   int64
+	bytes int64 // taken from the in-flight budget, given back once acknowledged
 	rows  int
 	begin time.Time
 	p     *store.Pending
@@ -187,9 +209,10 @@ func receivePut(rdr *flight.Reader, tbl *catalog.Table, in chan<- decodedBatch, 
 	defer close(in)
 	for rdr.Next() {
 		begin := time.Now()
-		b, err := row.Decode(tbl, rdr.RecordBatch())
+		rec := rdr.RecordBatch()
+		b, err := row.Decode(tbl, rec)
 		select {
-		case in <- decodedBatch{b: b, begin: begin, err: err}:
+		case in <- decodedBatch{b: b, bytes: recordBytes(rec), begin: begin, err: err}:
 		case <-quit:
 			return
 		}
@@ -216,12 +239,14 @@ func (s *Server) sendAcks(stream flight.FlightService_DoPutServer, enc encoding,
 	}
 	for a := range applied {
 		if failure != nil {
+			s.limits.put.release(a.bytes)
 			continue // not acknowledged; the Pending publishes itself when durable
 		}
 		ack := &setatspb.WriteAck{BatchSeq: a.seq, Rows: int64(a.rows)}
 		if a.p != nil {
 			c, err := a.p.Wait()
 			if err != nil {
+				s.limits.put.release(a.bytes)
 				fail(s.putFailed(ot.label, a.seq, batchError(err, codes.Internal, ot.label, a.seq)))
 				continue
 			}
@@ -232,6 +257,7 @@ func (s *Server) sendAcks(stream flight.FlightService_DoPutServer, enc encoding,
 			}
 			s.metrics.writeLatency.WithLabelValues(ot.label).Observe(time.Since(a.begin).Seconds())
 		}
+		s.limits.put.release(a.bytes)
 		payload, err := encodeMsg(enc, ack)
 		if err != nil {
 			fail(err)

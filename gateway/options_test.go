@@ -24,7 +24,8 @@ func TestOptionsFlagsEnv(t *testing.T) {
 					ChangelogRetention: 24 * time.Hour, RetentionInterval: time.Minute, NATSListen: "127.0.0.1:4222",
 					MaxMessageBytes: 64 << 20, BlockCacheBytes: 192 << 20, LogLevel: "info", LogFormat: "text",
 					ShutdownTimeout: 10 * time.Second, SnapshotLease: 10 * time.Minute, Version: Version,
-					Security: Security{TokenTTL: time.Hour, UsersReloadInterval: 2 * time.Second}}
+					Security: Security{TokenTTL: time.Hour, UsersReloadInterval: 2 * time.Second},
+					Limits:   Limits{MaxOpenTables: 512, MaxInflightPutBytes: 256 << 20, KeyIndexBytes: 256 << 20}}
 				got := *o
 				got.Clock, got.Logger = nil, nil
 				if !reflect.DeepEqual(got, want) {
@@ -37,12 +38,14 @@ func TestOptionsFlagsEnv(t *testing.T) {
 			args: []string{"--flight-addr", "127.0.0.1:0", "--admin-addr=127.0.0.1:0", "--warehouse", "/tmp/w",
 				"--default-bucket-count", "7", "--changelog-retention", "90m", "--retention-interval", "5s",
 				"--nats-url", "nats://h:1", "--nats-listen", "127.0.0.1:-1", "--max-message-bytes", "2048",
-				"--block-cache-bytes", "100", "--log-level", "debug", "--log-format", "json", "--ready-file", "/tmp/r"},
+				"--block-cache-bytes", "100", "--log-level", "debug", "--log-format", "json", "--ready-file", "/tmp/r",
+				"--max-open-tables", "9", "--max-inflight-put-bytes", "4096", "--key-index-bytes", "-1"},
 			check: func(t *testing.T, o *Options) {
 				if o.FlightAddr != "127.0.0.1:0" || o.AdminAddr != "127.0.0.1:0" || o.Warehouse != "/tmp/w" ||
 					o.DefaultBucketCount != 7 || o.ChangelogRetention != 90*time.Minute || o.RetentionInterval != 5*time.Second ||
 					o.NATSURL != "nats://h:1" || o.NATSListen != "127.0.0.1:-1" || o.MaxMessageBytes != 2048 ||
-					o.BlockCacheBytes != 100 || o.LogLevel != "debug" || o.LogFormat != "json" || o.ReadyFile != "/tmp/r" {
+					o.BlockCacheBytes != 100 || o.LogLevel != "debug" || o.LogFormat != "json" || o.ReadyFile != "/tmp/r" ||
+					o.MaxOpenTables != 9 || o.MaxInflightPutBytes != 4096 || o.KeyIndexBytes != -1 {
 					t.Fatalf("flags not bound: %+v", *o)
 				}
 			},

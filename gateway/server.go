@@ -49,6 +49,8 @@ type Server struct {
 	cache *pebble.Cache
 	// views holds the snapshot views pinned by GetFlightInfo (flight_snapshot_plan.go).
 	views pinnedViews
+	// limits bound in-flight DoPut bytes and key index memory (limits.go).
+	limits serverLimits
 
 	// auth checks users and grants (nil without --users-file: everything allowed); tls is the
 	// TLS material (nil without --tls-cert). See server_security.go.
@@ -127,6 +129,7 @@ func (s *Server) Start() (err error) {
 	s.cat = cat
 	s.cache = pebble.NewCache(s.opts.BlockCacheBytes)
 	s.tables = newTableRegistry(s)
+	s.initLimits()
 	whDir, err := catalog.WarehouseDir(s.cat.Warehouse())
 	if err != nil {
 		return err

@@ -409,6 +409,8 @@ func (s *Server) storeOptions(tbl *catalog.Table, label string) store.Options {
 		Logger:             s.log.With("component", "store"),
 		FS:                 s.opts.StoreFS,
 		MaxRowBytes:        s.maxRowBytes(),
+		KeyIndexMaxKeys:    s.keyIndexMaxKeys(),
+		KeyIndexBudget:     s.limits.keys,
 		OnCommit:           func(c store.Commit) { s.committed(tbl, label, c) },
 		OnFailure:          func(err error) { s.storageFailed(label, err) },
 		ViewLeaseMs:        s.opts.SnapshotLease.Milliseconds(),

@@ -22,8 +22,11 @@ const DefaultKeyIndexMaxKeys = 8 << 20
 // (and when the table has more than the limit of keys, which drops the index) every key counts
 // as possibly stored.
 type keyIndex struct {
-	seed maphash.Seed
-	max  int
+	seed   maphash.Seed
+	max    int
+	budget *MemBudget // shared with other tables; nil: only max bounds the index
+
+	charged int64 // bytes of budget this index holds; guarded by mu
 
 	mu       sync.RWMutex
 	set      map[uint64]struct{}
@@ -31,8 +34,12 @@ type keyIndex struct {
 	disabled bool // over the limit: every key may be stored
 }
 
-func newKeyIndex(max int) *keyIndex {
-	x := &keyIndex{seed: maphash.MakeSeed(), max: max, set: map[uint64]struct{}{}}
+// keyIndexBytesPerKey is what one key costs in a key index, charged against the MemBudget (a Go
+// map of uint64 keys with its buckets and load factor).
+const keyIndexBytesPerKey = 16
+
+func newKeyIndex(max int, budget *MemBudget) *keyIndex {
+	x := &keyIndex{seed: maphash.MakeSeed(), max: max, budget: budget, set: map[uint64]struct{}{}}
 	if max < 0 {
 		x.disabled, x.set = true, nil
 	}
@@ -71,11 +78,39 @@ func (x *keyIndex) add(hs []uint64) {
 	x.checkSize()
 }
 
-// checkSize drops the index when it grew over its limit; x.mu held.
+// checkSize drops the index when it grew over its limit or the shared budget has no room for
+// its growth; x.mu held.
 func (x *keyIndex) checkSize() {
 	if len(x.set) > x.max {
-		x.disabled, x.set = true, nil
+		x.dropLocked()
+		return
 	}
+	if x.budget == nil {
+		return
+	}
+	if need := int64(len(x.set))*keyIndexBytesPerKey - x.charged; need > 0 {
+		if !x.budget.reserve(need) {
+			x.dropLocked()
+			return
+		}
+		x.charged += need
+	}
+}
+
+// dropLocked turns the index off (every key may be stored) and gives its memory back; x.mu held.
+func (x *keyIndex) dropLocked() {
+	x.disabled, x.set = true, nil
+	if x.budget != nil {
+		x.budget.release(x.charged)
+	}
+	x.charged = 0
+}
+
+// close gives the index's memory back (the table closes).
+func (x *keyIndex) close() {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.dropLocked()
 }
 
 // build scans the state keys of db (from a snapshot) into the index, stopping early when stop

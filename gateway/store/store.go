@@ -39,6 +39,9 @@ type Options struct {
 	// lookup of new keys (about 12 bytes per key): 0 means DefaultKeyIndexMaxKeys, < 0 turns
 	// the index off. A table with more keys drops its index and looks every key up.
 	KeyIndexMaxKeys int
+	// KeyIndexBudget, when set, bounds the memory of the key indexes of all tables sharing it
+	// (16 bytes per key): a table whose index would not fit drops it, as over KeyIndexMaxKeys.
+	KeyIndexBudget *MemBudget
 	// MaxRowBytes caps the size of a stored row, as row.RowBytes counts it (the row data DoGet
 	// sends): a write whose merged row is larger fails with ErrInvalid naming the column and
 	// nothing of its batch is applied. 0 means DefaultMaxRowBytes (16 MiB).
@@ -239,7 +242,7 @@ func Open(tbl *catalog.Table, opts Options) (*Table, error) {
 	if maxKeys == 0 {
 		maxKeys = DefaultKeyIndexMaxKeys
 	}
-	t.keys = newKeyIndex(maxKeys)
+	t.keys = newKeyIndex(maxKeys, opts.KeyIndexBudget)
 	t.keysBuilt = make(chan struct{})
 	if maxKeys < 0 {
 		close(t.keysBuilt)
@@ -497,6 +500,7 @@ func (t *Table) Close() error {
 	t.ops.Lock() // wait for running operations
 	defer t.ops.Unlock()
 	t.bg.Wait()
+	t.keys.close()
 	err := t.db.Close()
 	t.cache.Unref()
 	if err != nil {
