@@ -76,15 +76,19 @@ func (ot *openTable) run(s *Server, touch bool, fn func(st *storeTable) error) e
 			if touch {
 				ot.r.touch(ot)
 			}
-			err := fn(st)
-			ot.mu.RUnlock()
-			return err
+			return ot.call(st, fn)
 		}
 		ot.mu.RUnlock()
 		if err := ot.r.load(ot); err != nil {
 			return err
 		}
 	}
+}
+
+// call runs fn with st and releases mu (held for reading), also when fn panics.
+func (ot *openTable) call(st *store.Table, fn func(st *storeTable) error) error {
+	defer ot.mu.RUnlock()
+	return fn(st)
 }
 
 // close closes the handle and its store once no call uses it. Safe to call twice. A store whose
