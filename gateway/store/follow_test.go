@@ -25,14 +25,14 @@ func TestFollowNonexistentFreed(t *testing.T) {
 		<-w // woken when the bucket is forgotten (a hang here is the failure)
 		unfollow()
 	}
-	if got := st.bucketCount(); got != 0 {
+	if got := st.MemBuckets(); got != 0 {
 		t.Fatalf("%d buckets kept after %d followers of non-existent partitions left, want 0", got, n)
 	}
 	// Two followers of one bucket: it stays until the second leaves.
 	id := BucketID{Partition: "dt=a", Bucket: 0}
 	u1, u2 := st.Follow(id), st.Follow(id)
 	u1()
-	if st.bucketCount() != 1 {
+	if st.MemBuckets() != 1 {
 		t.Fatal("bucket forgotten while followed")
 	}
 	u2()
@@ -41,7 +41,7 @@ func TestFollowNonexistentFreed(t *testing.T) {
 	if _, err := st.Write(context.Background(), bad); err == nil {
 		t.Fatal("write without a NOT NULL column accepted")
 	}
-	if got := st.bucketCount(); got != 0 {
+	if got := st.MemBuckets(); got != 0 {
 		t.Fatalf("%d buckets kept after a refused write", got)
 	}
 	// A followed bucket that gets a row stays after its follower left.
@@ -49,7 +49,7 @@ func TestFollowNonexistentFreed(t *testing.T) {
 	good := &row.Batch{Declared: []bool{true, true, true}, Kinds: []merge.RowKind{merge.Insert}, Rows: []merge.Row{{"b", int32(2), "v"}}}
 	c := mustWrite(t, st, good)
 	u()
-	if got := st.bucketCount(); got != 1 || len(st.Buckets()) != 1 || c.Buckets[0].Partition != "dt=b" {
+	if got := st.MemBuckets(); got != 1 || len(st.Buckets()) != 1 || c.Buckets[0].Partition != "dt=b" {
 		t.Fatalf("buckets %d %v after a write to %v", got, st.Buckets(), c.Buckets)
 	}
 }

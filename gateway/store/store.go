@@ -389,9 +389,9 @@ func (t *Table) forgetIfUnused(b *bucket) {
 	delete(t.buckets, b.id)
 }
 
-// bucketCount returns how many buckets the table keeps in memory, placeholders included
-// (tests).
-func (t *Table) bucketCount() int {
+// MemBuckets returns how many buckets the table keeps in memory, placeholders of buckets that
+// were never written included (tests: following readers leave none behind).
+func (t *Table) MemBuckets() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return len(t.buckets)
