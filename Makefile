@@ -40,7 +40,7 @@ deps:
 	$(call say,"deps: Debian packages (PostgreSQL 15, pgbench)")
 	@bash .ci/install-debian.sh
 	$(call say,"deps: Python packages (e2e/requirements.txt)")
-	@if $(PYTHON) -c 'import pyarrow, pytest, yaml' 2>/dev/null; then echo "python: pyarrow, pytest, PyYAML present"; \
+	@if $(PYTHON) -c 'import pyarrow, pytest, yaml, duckdb, chdb' 2>/dev/null; then echo "python: pyarrow, pytest, PyYAML present"; \
 	else $(PYTHON) -m pip install --disable-pip-version-check -q -r e2e/requirements.txt; fi
 
 # ---------------------------------------------------------------------------------------------

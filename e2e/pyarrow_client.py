@@ -200,6 +200,20 @@ class SetatsClient:
             yield ({"partition": meta.get(b"setats.partition", b"").decode(),
                     "bucket": int(meta.get(b"setats.bucket", b"0"))}, t)
 
+    def read_snapshot(self, database: str, table: str, columns: Sequence[str] = (),
+                      partitions: Sequence[str] = ()) -> pa.Table:
+        """The merged table (SPEC section 13): GetFlightInfo with a snapshot ReadCommand pins one
+        view per bucket, then every endpoint is read and the tables are concatenated. Columns:
+        `_key` (the encoded primary key, binary), then `columns` (all when empty); `partitions`
+        selects partition names ("dt=20261129")."""
+        cmd = self._with_catalog({"database": database, "table": table,
+                                  "snapshot": {"columns": list(columns), "partitions": list(partitions)}})
+        info = self.client.get_flight_info(flight.FlightDescriptor.for_command(_json(cmd)))
+        parts = [self.client.do_get(ep.ticket).read_all() for ep in info.endpoints]
+        if not parts:
+            return info.schema.empty_table()
+        return pa.concat_tables([t.replace_schema_metadata(None) for t in parts])
+
     def list_flights(self, database: str = "") -> list[tuple[list[str], pa.Schema]]:
         """ListFlights: (path [db, table], table schema) per table."""
         out = []

@@ -38,12 +38,16 @@ const MaxLookupKeys = 4096
 // (table), PermissionDenied / Unauthenticated (read privilege), ResourceExhausted (views).
 func (f *flightService) DoExchange(stream flight.FlightService_DoExchangeServer) error {
 	s := f.s
-	rdr, err := flight.NewRecordReader(ipcguard.NewReader(stream, s.ipcLimits()), ipc.WithAllocator(s.mem))
+	in := &exchangePrelude{r: stream}
+	rdr, err := flight.NewRecordReader(ipcguard.NewReader(in, s.ipcLimits()), ipc.WithAllocator(s.mem))
 	if err != nil {
 		return ipcStatus(err, "DoExchange: read the Arrow IPC schema message")
 	}
 	defer rdr.Release()
 	d := rdr.LatestFlightDescriptor()
+	if in.desc != nil {
+		d = in.desc
+	}
 	if d == nil || d.GetType() != flight.DescriptorCMD {
 		return status.Error(codes.InvalidArgument, "DoExchange: the first message must carry a CMD descriptor holding a LookupCommand")
 	}
@@ -150,4 +154,26 @@ func (f *flightService) DoExchange(stream flight.FlightService_DoExchangeServer)
 		return ipcStatus(err, "DoExchange lookup: read a key batch")
 	}
 	return nil
+}
+
+// exchangePrelude skips the descriptor-only message some clients send first on DoExchange
+// (Arrow Java's doExchange sends the descriptor before the schema) and keeps its descriptor;
+// every other message goes on to the IPC guard unchanged.
+type exchangePrelude struct {
+	r    flight.DataStreamReader
+	desc *flight.FlightDescriptor
+	seen bool
+}
+
+func (p *exchangePrelude) Recv() (*flight.FlightData, error) {
+	m, err := p.r.Recv()
+	if err != nil || p.seen {
+		return m, err
+	}
+	p.seen = true
+	if len(m.GetDataHeader()) == 0 && len(m.GetDataBody()) == 0 && m.GetFlightDescriptor() != nil {
+		p.desc = m.GetFlightDescriptor()
+		return p.r.Recv()
+	}
+	return m, nil
 }

@@ -115,6 +115,22 @@ func TestLookupExchange(t *testing.T) {
 	}
 	l.close()
 
+	// The descriptor alone first, then the schema (how Arrow Java's doExchange sends it).
+	ex, err := g.client.DoExchange(g.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cb, _ := proto.Marshal(&setatspb.LookupCommand{Table: "p", Columns: []string{"v"}})
+	if err := ex.Send(&flight.FlightData{FlightDescriptor: &flight.FlightDescriptor{Type: flight.DescriptorCMD, Cmd: cb}}); err != nil {
+		t.Fatal(err)
+	}
+	jl := &lookupSession{t: t, ex: ex, w: flight.NewRecordWriter(ex, ipc.WithSchema(partKeySchema), ipc.WithAllocator(g.mem)), mem: g.mem}
+	got, err = jl.lookup(partKeys(g.mem, []int32{2}, []string{"d1"}))
+	if err != nil || strings.Join(got, ";") != "#0 v=b" {
+		t.Fatalf("lookup after a descriptor-only first message: %q %v", got, err)
+	}
+	jl.close()
+
 	// Hostile requests.
 	l = g.openLookup(&setatspb.LookupCommand{Table: "p"}, arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int32}, {Name: "v", Type: arrow.BinaryTypes.String}}, nil))
 	b := array.NewRecordBuilder(g.mem, arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int32}, {Name: "v", Type: arrow.BinaryTypes.String}}, nil))

@@ -12,12 +12,19 @@ import org.apache.flink.table.catalog.ResolvedCatalogTable;
 import org.apache.flink.table.catalog.ResolvedSchema;
 import org.apache.flink.table.catalog.UniqueConstraint;
 import org.apache.flink.table.connector.sink.DynamicTableSink;
+import org.apache.flink.table.connector.source.DynamicTableSource;
+import org.apache.flink.table.connector.source.lookup.LookupOptions;
+import org.apache.flink.table.connector.source.lookup.cache.DefaultLookupCache;
+import org.apache.flink.table.connector.source.lookup.cache.LookupCache;
+import org.apache.flink.table.factories.DynamicTableSourceFactory;
 import org.apache.flink.table.data.RowData;
 import org.apache.flink.table.factories.DynamicTableSinkFactory;
 import org.apache.flink.table.factories.FactoryUtil;
 import org.apache.flink.table.types.logical.RowType;
 
 import java.util.Collections;
+import java.util.HashMap;
+import java.util.Map;
 import java.util.HashSet;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -25,14 +32,16 @@ import java.util.Set;
 import java.util.stream.Collectors;
 
 /**
- * SetatsDynamicTableSinkFactory creates {@code 'connector' = 'setats'} sinks (SPEC sections 2-3).
+ * SetatsDynamicTableSinkFactory creates {@code 'connector' = 'setats'} sinks (SPEC sections 2-3) and
+ * sources ({@link #createDynamicTableSource}: lookups and the changelog scan, SPEC section 13).
  *
  * <p>Required: manager-url, warehouse, catalog-type, catalog-name; 'uri' with catalog-type hive;
  * a PRIMARY KEY. The sink's physical columns are the declared columns it writes (a subset of the
  * table's, including its whole primary key). Unknown keys and bad values fail here with a
  * ValidationException naming the key.
  */
-public final class SetatsDynamicTableSinkFactory implements DynamicTableSinkFactory {
+public final class SetatsDynamicTableSinkFactory
+        implements DynamicTableSinkFactory, DynamicTableSourceFactory {
 
     public static final String IDENTIFIER = "setats";
 
@@ -70,12 +79,76 @@ public final class SetatsDynamicTableSinkFactory implements DynamicTableSinkFact
         set.add(SetatsConnectorOptions.CHANGELOG_RETENTION_MS);
         set.addAll(SetatsOptionsUtil.connectionOptionalOptions());
         set.add(FactoryUtil.SINK_PARALLELISM);
+        // As a source (SetatsDynamicTableSource): the changelog options of setats-cdc and
+        // Flink's lookup cache options (FLIP-221).
+        set.addAll(CDC.optionalOptions());
+        set.add(LookupOptions.CACHE_TYPE);
+        set.add(LookupOptions.PARTIAL_CACHE_MAX_ROWS);
+        set.add(LookupOptions.PARTIAL_CACHE_EXPIRE_AFTER_WRITE);
+        set.add(LookupOptions.PARTIAL_CACHE_EXPIRE_AFTER_ACCESS);
+        set.add(LookupOptions.PARTIAL_CACHE_CACHE_MISSING_KEY);
         return set;
     }
 
     @Override
     public Set<ConfigOption<?>> forwardOptions() {
         return Collections.emptySet();
+    }
+
+    private static final SetatsCdcDynamicTableSourceFactory CDC = new SetatsCdcDynamicTableSourceFactory();
+
+    /**
+     * The {@code setats} table as a source (SPEC section 13): a lookup source, and as a scan the
+     * changelog exactly as {@code setats-cdc} with the same options (the options of the sink and of
+     * the lookup cache are left out of the changelog source's). {@code lookup.cache = 'FULL'} is a
+     * ValidationException (use PARTIAL).
+     */
+    @Override
+    public DynamicTableSource createDynamicTableSource(Context context) {
+        FactoryUtil.TableFactoryHelper helper = FactoryUtil.createTableFactoryHelper(this, context);
+        helper.validate();
+        ReadableConfig options = helper.getOptions();
+        Set<String> cdcKeys = new HashSet<>();
+        for (Set<ConfigOption<?>> os : java.util.Arrays.asList(CDC.requiredOptions(), CDC.optionalOptions())) {
+            for (ConfigOption<?> o : os) {
+                cdcKeys.add(o.key());
+                o.fallbackKeys().forEach(k -> cdcKeys.add(k.getKey()));
+            }
+        }
+        ResolvedCatalogTable table = context.getCatalogTable();
+        Map<String, String> cdcOptions = new HashMap<>();
+        table.getOptions().forEach((k, v) -> {
+            if (cdcKeys.contains(k)) {
+                cdcOptions.put(k, v);
+            }
+        });
+        cdcOptions.put(FactoryUtil.CONNECTOR.key(), SetatsCdcDynamicTableSourceFactory.IDENTIFIER);
+        SetatsCdcDynamicTableSource changelog =
+                (SetatsCdcDynamicTableSource)
+                        CDC.createDynamicTableSource(
+                                new FactoryUtil.DefaultDynamicTableContext(
+                                        context.getObjectIdentifier(),
+                                        table.copy(cdcOptions),
+                                        context.getEnrichmentOptions(),
+                                        context.getConfiguration(),
+                                        context.getClassLoader(),
+                                        context.isTemporary()));
+        LookupCache cache = null;
+        switch (options.get(LookupOptions.CACHE_TYPE)) {
+            case PARTIAL:
+                cache = DefaultLookupCache.fromConfig(options);
+                break;
+            case FULL:
+                throw new org.apache.flink.table.api.ValidationException(
+                        "Option '" + LookupOptions.CACHE_TYPE.key() + "' = 'FULL' is not supported by Setats; use 'PARTIAL'.");
+            default:
+        }
+        List<String> primaryKey =
+                table.getResolvedSchema()
+                        .getPrimaryKey()
+                        .map(UniqueConstraint::getColumns)
+                        .orElse(Collections.emptyList());
+        return new SetatsDynamicTableSource(changelog, primaryKey, cache);
     }
 
     @Override
