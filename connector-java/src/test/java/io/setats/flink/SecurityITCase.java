@@ -3,8 +3,13 @@ package io.setats.flink;
 import io.setats.flink.client.ConnectionOptions;
 import io.setats.flink.client.GatewayClient;
 import io.setats.flink.client.SetatsGatewayException;
+import io.setats.flink.testutils.PostgresProcess;
 import io.setats.flink.testutils.SetatsGatewayProcess;
 import io.setats.proto.v1.BucketOffsets;
+import io.setats.proto.v1.ChannelInfo;
+import io.setats.proto.v1.CreateChannelRequest;
+import io.setats.proto.v1.CreateGroupRequest;
+import io.setats.proto.v1.GroupInfo;
 
 import org.apache.flink.runtime.testutils.MiniClusterResourceConfiguration;
 import org.apache.flink.table.api.EnvironmentSettings;
@@ -39,13 +44,18 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
  * The seeds' write and CDC jobs against a gateway with a users file and TLS (SPEC section 14):
  * {@code grpc+tls://} with {@code username}, {@code password} and {@code tls.ca-cert}; a user with
  * only the read privilege can run the CDC job, and its sink job fails with PERMISSION_DENIED
- * naming the table. The CA and the server certificate are made with the openssl CLI (Debian
- * package openssl), the password hashes with {@code setats user hash-password}.
+ * naming the table. The seed's {@code dts} SQL job reads a subscription channel over TLS with a
+ * gateway user holding read on the channel plus the consumer group's credentials; a gateway user
+ * without the channel grant is refused. The CA and the server certificate are made with the
+ * openssl CLI (Debian package openssl), the password hashes with {@code setats user
+ * hash-password}.
  */
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class SecurityITCase {
 
     private static final Path DIR = setUp();
+
+    @RegisterExtension static final PostgresProcess PG = new PostgresProcess();
 
     @RegisterExtension
     static final SetatsGatewayProcess GATEWAY =
@@ -81,7 +91,9 @@ class SecurityITCase {
                     + "  - name: etl\n    password: \"" + hash("etl-password") + "\"\n"
                     + "    grants: [{database: \"*\", table: \"*\", privileges: [admin]}]\n"
                     + "  - name: reader\n    password: \"" + hash("reader-password") + "\"\n"
-                    + "    grants: [{database: testdb, privileges: [read]}]\n";
+                    + "    grants: [{database: testdb, privileges: [read]}]\n"
+                    + "  - name: consumer\n    password: \"" + hash("consumer-password") + "\"\n"
+                    + "    grants: [{channel: shop, privileges: [read]}]\n";
             Files.write(d.resolve("users.yaml"), users.getBytes(StandardCharsets.UTF_8));
             return d;
         } catch (IOException | InterruptedException e) {
@@ -253,5 +265,64 @@ class SecurityITCase {
                 GATEWAY.catalogContext())) {
             assertThatThrownBy(c::gatewayInfo).hasMessageContaining("UNAVAILABLE");
         }
+    }
+
+    /** The seed's dts table (SPEC section 11) over grpc+tls:// with a gateway user and a consumer group. */
+    private static String dtsTable(String gatewayUser, String gatewayPassword) {
+        return "create table `dts` (`ts` TIMESTAMP(3) METADATA FROM 'timestamp', `id` bigint, `amount` bigint,"
+                + " WATERMARK FOR ts AS ts - INTERVAL '5' SECOND) with (\n"
+                + "'connector' = 'dts',"
+                + "'dts.server' = '" + tlsUrl() + "',"
+                + "'username' = '" + gatewayUser + "', 'password' = '" + gatewayPassword + "', 'tls.ca-cert' = '" + ca() + "',"
+                + "'topic' = 'shop',"
+                + "'dts.sid' = 'dts_group', "
+                + "'dts.user' = 'dtstest', "
+                + "'dts.password' = 'Test123456',"
+                + "'dts.checkpoint' = '0', "
+                + "'dts-cdc.table.name' = 'shop.orders',"
+                + "'format' = 'dts-cdc')";
+    }
+
+    // First: the reader's failed sink job (order 3) can leave a writer task that does not cancel
+    // and holds the TaskManager's slots.
+    @Test
+    @Order(0)
+    void seedDtsJobOverTlsWithGatewayUserAndConsumerGroup() throws Exception {
+        PG.sql("CREATE SCHEMA shop; CREATE TABLE shop.orders (id int PRIMARY KEY, amount int); ALTER TABLE shop.orders REPLICA IDENTITY FULL");
+        try (GatewayClient c = client("etl", "etl-password")) {
+            c.action("subscription-create", CreateChannelRequest.newBuilder().setChannel("shop").setSourceUrl(PG.url())
+                    .addTables("shop.orders").build(), ChannelInfo.parser());
+            c.action("subscription-create-group", CreateGroupRequest.newBuilder().setChannel("shop").setGroup("dts_group")
+                    .setUser("dtstest").setPassword("Test123456").build(), GroupInfo.parser());
+        }
+        // Creating a group is channel management: admin only.
+        try (GatewayClient c = client("consumer", "consumer-password")) {
+            assertThatThrownBy(() -> c.action("subscription-create-group", CreateGroupRequest.newBuilder().setChannel("shop")
+                            .setGroup("g2").setUser("x").setPassword("y").build(), GroupInfo.parser()))
+                    .hasMessageContaining("PERMISSION_DENIED").hasMessageContaining("user \"consumer\"")
+                    .hasMessageContaining("admin").hasMessageContaining("channel shop");
+        }
+        PG.sql("BEGIN; INSERT INTO shop.orders VALUES (1, 10); UPDATE shop.orders SET amount = 11 WHERE id = 1; COMMIT;");
+        TableEnvironment env = tableEnv();
+        env.getConfig().set("parallelism.default", "1");
+        env.executeSql(dtsTable("consumer", "consumer-password"));
+        List<String> got = new ArrayList<>();
+        try (CloseableIterator<Row> it = env.executeSql("SELECT id, amount FROM dts").collect()) {
+            while (got.size() < 3 && it.hasNext()) {
+                got.add(it.next().toString());
+            }
+        }
+        assertThat(got).containsExactly("+I[1, 10]", "-U[1, 10]", "+U[1, 11]");
+
+        // A gateway user without read on the channel: PERMISSION_DENIED naming user and channel,
+        // although the consumer group's credentials are right.
+        TableEnvironment denied = tableEnv();
+        denied.executeSql(dtsTable("reader", "reader-password"));
+        assertThatThrownBy(() -> {
+            try (CloseableIterator<Row> it = denied.executeSql("SELECT id, amount FROM dts").collect()) {
+                it.hasNext();
+            }
+        }).satisfies(e -> assertThat(ExceptionUtils.stringifyException(e))
+                .contains("PERMISSION_DENIED", "user \"reader\"", "channel shop"));
     }
 }

@@ -13,6 +13,10 @@ import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
  * --broker-url 127.0.0.1:8815 --topic orders_channel --sid dts_group --user dtstest --password Test123456 --checkpoint 1624440043
  * </pre>
  *
+ * <p>A gateway with a users file and TLS: {@code --broker-url grpc+tls://gw:8815 --username etl
+ * --gateway-password etl-password --tls-ca-cert ca.pem} (the gateway user; {@code --user} and
+ * {@code --password} stay the consumer group's).
+ *
  * <p>{@code --seconds N} stops the job after N seconds (default: run until killed);
  * {@code --checkpoint-interval MS} enables Flink checkpoints (the group's position is committed
  * when one completes).
@@ -28,6 +32,12 @@ public final class DtsExample {
                 .setSid(p.getRequired("sid"))
                 .setUser(p.getRequired("user"))
                 .setPassword(p.getRequired("password"));
+        if (p.has("username")) {
+            b.setGatewayCredentials(p.get("username"), p.getRequired("gateway-password"));
+        }
+        if (p.has("tls-ca-cert")) {
+            b.setTlsCaCert(p.get("tls-ca-cert"));
+        }
         if (p.has("checkpoint")) {
             b.setCheckpoint(p.getLong("checkpoint"));
         }

@@ -1,5 +1,6 @@
 package io.setats.flink.dts;
 
+import io.setats.flink.client.ConnectionOptions;
 import io.setats.flink.dts.source.DtsDeserializationSchema;
 
 import org.apache.flink.api.common.typeinfo.TypeInformation;
@@ -15,12 +16,18 @@ import org.apache.flink.util.Collector;
  *         .setBrokerUrl("127.0.0.1:8815")   // dts.server: the gateway
  *         .setTopic("orders_channel")       // the channel
  *         .setSid("dts_group")              // consumer group
- *         .setUser("dtstest").setPassword("Test123456")
+ *         .setUser("dtstest").setPassword("Test123456")   // a user of the consumer group
  *         .setCheckpoint(1624440043L)       // unix seconds; optional
  *         .build(),
  *     WatermarkStrategy.noWatermarks(), "dts");
  * records.print();   // DtsRecord {operationType [HEARTBEAT], checkpoint [0@...]}
  * }</pre>
+ *
+ * <p>A gateway with a {@code --users-file} and TLS also needs the gateway connection's own
+ * credentials, kept apart from the consumer group's: {@code
+ * .setBrokerUrl("grpc+tls://gw:8815").setGatewayCredentials("etl", "etl-password")
+ * .setTlsCaCert("/etc/setats/ca.pem")} (the {@code username}, {@code password} and {@code
+ * tls.ca-cert} of the other connectors; the gateway user needs {@code read} on the channel).
  */
 public final class DtsSource {
     private DtsSource() {}
@@ -33,6 +40,10 @@ public final class DtsSource {
     /** Builder of {@link io.setats.flink.dts.source.DtsSource}. */
     public static final class Builder<T> {
         private String server;
+        private String gatewayUser;
+        private String gatewayPassword;
+        private String tlsCaCert;
+        private ConnectionOptions connection;
         private String topic;
         private String sid;
         private String user;
@@ -54,6 +65,32 @@ public final class DtsSource {
             return setBrokerUrl(url);
         }
 
+        /**
+         * The gateway user of the gateway's {@code --users-file} and its password ({@code
+         * username}, {@code password}; HTTP Basic credentials on every call). Not the consumer
+         * group's user: that is {@link #setUser}/{@link #setPassword}. Unset: anonymous.
+         */
+        public Builder<T> setGatewayCredentials(String username, String password) {
+            this.gatewayUser = username;
+            this.gatewayPassword = password;
+            return this;
+        }
+
+        /** PEM file of CA certificates for a {@code grpc+tls://} broker url ({@code tls.ca-cert}). */
+        public Builder<T> setTlsCaCert(String path) {
+            this.tlsCaCert = path;
+            return this;
+        }
+
+        /**
+         * The whole gateway connection at once (address, gateway user, TLS CA); replaces {@link
+         * #setBrokerUrl}, {@link #setGatewayCredentials} and {@link #setTlsCaCert}.
+         */
+        public Builder<T> setConnection(ConnectionOptions connection) {
+            this.connection = connection;
+            return this;
+        }
+
         /** The channel (the seed's topic). */
         public Builder<T> setTopic(String topic) {
             this.topic = topic;
@@ -66,11 +103,13 @@ public final class DtsSource {
             return this;
         }
 
+        /** A user of the consumer group ({@code dts.user}). */
         public Builder<T> setUser(String user) {
             this.user = user;
             return this;
         }
 
+        /** The password of the consumer group's user ({@code dts.password}). */
         public Builder<T> setPassword(String password) {
             this.password = password;
             return this;
@@ -90,13 +129,22 @@ public final class DtsSource {
             return b;
         }
 
-        /** @throws IllegalArgumentException naming a missing setting */
+        /**
+         * @throws IllegalArgumentException naming a missing setting, or a wrong combination of
+         *     the gateway connection's (only one of gateway user and password; a TLS CA with a
+         *     plaintext broker url)
+         */
         public io.setats.flink.dts.source.DtsSource<T> build() {
-            require(server, "broker url (dts.server)");
+            ConnectionOptions conn = connection;
+            if (conn == null) {
+                require(server, "broker url (dts.server)");
+                conn = ConnectionOptions.builder().managerUrl(server).credentials(gatewayUser, gatewayPassword)
+                        .tlsCaCert(tlsCaCert).build();
+            }
             require(topic, "topic");
             require(sid, "sid (dts.sid)");
             require(user, "user (dts.user)");
-            return new io.setats.flink.dts.source.DtsSource<>(new DtsConfig(server, topic, sid, user, password, checkpoint), schema);
+            return new io.setats.flink.dts.source.DtsSource<>(new DtsConfig(conn, topic, sid, user, password, checkpoint), schema);
         }
 
         private static void require(String v, String what) {

@@ -1,5 +1,8 @@
 package io.setats.flink.dts.table;
 
+import io.setats.flink.SetatsConnectorOptions;
+import io.setats.flink.SetatsOptionsUtil;
+import io.setats.flink.client.ConnectionOptions;
 import io.setats.flink.dts.DtsConfig;
 import io.setats.flink.dts.format.DtsTableFilter;
 
@@ -18,7 +21,10 @@ import java.util.Set;
  * Factory of the {@code dts} SQL source (seed {@code dts-flink-connector.txt}, SPEC section 11).
  * Options: {@code dts.server}, {@code topic}, {@code dts.sid}, {@code dts.user}, {@code
  * dts.password} (required), {@code dts.checkpoint} (unix seconds), {@code format} = {@code
- * dts-cdc} (required) and {@code dts-cdc.table.name}.
+ * dts-cdc} (required) and {@code dts-cdc.table.name}; the gateway connection's {@code username},
+ * {@code password} and {@code tls.ca-cert} (SPEC section 14), as on the {@code setats} connector.
+ * {@code dts.user}/{@code dts.password} are the consumer group's user; {@code
+ * username}/{@code password} the gateway's.
  */
 public final class DtsDynamicTableFactory implements DynamicTableSourceFactory {
 
@@ -44,6 +50,7 @@ public final class DtsDynamicTableFactory implements DynamicTableSourceFactory {
         Set<ConfigOption<?>> s = new HashSet<>();
         s.add(DtsOptions.CHECKPOINT);
         s.add(DtsOptions.TABLE_NAME);
+        s.addAll(SetatsOptionsUtil.connectionOptionalOptions());
         return s;
     }
 
@@ -73,9 +80,24 @@ public final class DtsDynamicTableFactory implements DynamicTableSourceFactory {
         } catch (IllegalArgumentException e) {
             throw new ValidationException("Option 'dts-cdc.table.name': " + e.getMessage(), e);
         }
-        DtsConfig config = new DtsConfig(o.get(DtsOptions.SERVER), o.get(DtsOptions.TOPIC), o.get(DtsOptions.SID),
+        DtsConfig config = new DtsConfig(connection(o), o.get(DtsOptions.TOPIC), o.get(DtsOptions.SID),
                 o.get(DtsOptions.USER), o.get(DtsOptions.PASSWORD), checkpoint);
         DataType physical = context.getCatalogTable().getResolvedSchema().toPhysicalRowDataType();
         return new DtsDynamicTableSource(config, filter, physical);
+    }
+
+    /** The gateway connection of 'dts.server', 'username', 'password' and 'tls.ca-cert'. */
+    static ConnectionOptions connection(ReadableConfig o) {
+        try {
+            return ConnectionOptions.builder()
+                    .managerUrl(o.get(DtsOptions.SERVER))
+                    .credentials(o.getOptional(SetatsConnectorOptions.USERNAME).orElse(null),
+                            o.getOptional(SetatsConnectorOptions.PASSWORD).orElse(null))
+                    .tlsCaCert(o.getOptional(SetatsConnectorOptions.TLS_CA_CERT).orElse(null))
+                    .build();
+        } catch (IllegalArgumentException e) {
+            throw new ValidationException("Invalid gateway connection options of the dts connector ('dts.server', 'username', "
+                    + "'password', 'tls.ca-cert'; the consumer group's are 'dts.user', 'dts.password'): " + e.getMessage(), e);
+        }
     }
 }

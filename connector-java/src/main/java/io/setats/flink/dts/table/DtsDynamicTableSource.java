@@ -36,6 +36,11 @@ public final class DtsDynamicTableSource implements ScanTableSource, SupportsRea
         this.produced = physical;
     }
 
+    /** The channel, consumer group and gateway connection this source reads with. */
+    public DtsConfig config() {
+        return config;
+    }
+
     @Override
     public ChangelogMode getChangelogMode() {
         return ChangelogMode.all();
