@@ -77,7 +77,15 @@ public final class PostgresProcess implements BeforeAllCallback, AfterAllCallbac
         return sql("test", sql);
     }
 
-    private String runAs(String... cmd) throws IOException, InterruptedException {
+    /** Runs pgbench (Debian's, next to psql) with args on database test; returns its output. */
+    public String pgbench(String... args) throws IOException, InterruptedException {
+        List<String> argv = new ArrayList<>(Arrays.asList(BIN + "/pgbench", "-h", "127.0.0.1", "-p", String.valueOf(port), "-U", "postgres"));
+        argv.addAll(Arrays.asList(args));
+        argv.add("test");
+        return run(argv.toArray(new String[0]));
+    }
+
+        private String runAs(String... cmd) throws IOException, InterruptedException {
         List<String> argv = new ArrayList<>();
         if (root) {
             argv.addAll(Arrays.asList("runuser", "-u", "postgres", "--"));

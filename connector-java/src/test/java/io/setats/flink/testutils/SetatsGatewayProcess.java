@@ -127,10 +127,13 @@ public final class SetatsGatewayProcess
                             + "). Build it from the repository root with: "
                             + "go build -o bin/setats ./gateway/cmd/setats");
         }
-        dir = Files.createTempDirectory("setats-gateway-");
-        warehouse = dir.resolve("warehouse");
-        Files.createDirectories(warehouse);
+        if (dir == null) {
+            dir = Files.createTempDirectory("setats-gateway-");
+            warehouse = dir.resolve("warehouse");
+            Files.createDirectories(warehouse);
+        }
         Path ready = dir.resolve("ready.json");
+        Files.deleteIfExists(ready);
         Path log = dir.resolve("gateway.log");
         List<String> cmd = new ArrayList<>();
         cmd.add(bin.toString());
@@ -144,7 +147,7 @@ public final class SetatsGatewayProcess
                         "--ready-file", ready.toString()));
         cmd.addAll(extraArgs);
         ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
-        pb.redirectOutput(log.toFile());
+        pb.redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()));
         process = pb.start();
 
         long deadline = System.currentTimeMillis() + START_TIMEOUT_MS;
@@ -243,9 +246,31 @@ public final class SetatsGatewayProcess
         return GatewayClient.connect(managerUrl(), catalogContext());
     }
 
+    /**
+     * Stops the gateway (SIGTERM), runs {@code whileStopped} with the warehouse directory, and
+     * starts it again on the same warehouse (new ports: read {@link #managerUrl()} again).
+     */
+    public synchronized void restart(java.util.function.Consumer<Path> whileStopped) throws IOException, InterruptedException {
+        stopProcess();
+        whileStopped.accept(warehouse);
+        start();
+    }
+
     /** Stops the gateway (SIGTERM, then SIGKILL after 10 s) and deletes its temp directory. */
     @Override
     public synchronized void close() {
+        stopProcess();
+        if (dir != null) {
+            try (Stream<Path> s = Files.walk(dir)) {
+                s.sorted(Comparator.reverseOrder()).map(Path::toFile).forEach(File::delete);
+            } catch (IOException ignored) {
+                // Best effort.
+            }
+            dir = null;
+        }
+    }
+
+    private void stopProcess() {
         if (process != null) {
             process.destroy();
             try {
@@ -256,14 +281,6 @@ public final class SetatsGatewayProcess
                 Thread.currentThread().interrupt();
             }
             process = null;
-        }
-        if (dir != null) {
-            try (Stream<Path> s = Files.walk(dir)) {
-                s.sorted(Comparator.reverseOrder()).map(Path::toFile).forEach(File::delete);
-            } catch (IOException ignored) {
-                // Best effort.
-            }
-            dir = null;
         }
     }
 }
