@@ -113,7 +113,7 @@ class DtsFailoverITCase {
         return env;
     }
 
-    private static DtsSource<DtsRecord> source(String group) {
+    private static io.setats.flink.dts.source.DtsSource<DtsRecord> source(String group) {
         return DtsSource.builder().setBrokerUrl(GATEWAY.managerUrl()).setTopic(CHANNEL).setSid(group)
                 .setUser("u_" + group).setPassword("pw").setCheckpoint(0).build();
     }
