@@ -160,26 +160,34 @@ class DtsSourceITCase {
      */
     @Test
     void heartbeatsAndGroupPositions(@InjectMiniCluster MiniCluster cluster) throws Exception {
-        List<DtsRecord> first = runFor(cluster, 6_000);
-        long heartbeats = first.stream().filter(r -> r.getOperationType() == DtsOperation.HEARTBEAT).count();
-        assertThat(heartbeats).isGreaterThanOrEqualTo(3);
+        // Runs until 3 HEARTBEATs arrived and a completed checkpoint committed a position past the
+        // first record (waits, rather than a fixed time, so that a loaded machine cannot fail it).
+        List<DtsRecord> first = runUntil(cluster, recs -> {
+            long hb = recs.stream().filter(r -> r.getOperationType() == DtsOperation.HEARTBEAT).count();
+            return hb >= 3 && committedPosition() > recs.get(0).getId();
+        });
         for (int i = 1; i < first.size(); i++) {
             assertThat(first.get(i).getId()).isEqualTo(first.get(i - 1).getId() + 1);
         }
         assertThat(first.get(0).toString()).matches("DtsRecord \\{operationType \\[[A-Z]+\\], checkpoint \\[0@\\d+@.*@\\d+\\]\\}");
-        long committed;
+        long committed = committedPosition();
+        assertThat(committed).isGreaterThan(first.get(0).getId()).isLessThanOrEqualTo(first.get(first.size() - 1).getId() + 1);
+        List<DtsRecord> second = runUntil(cluster, recs -> true);
+        assertThat(second.get(0).getId()).isEqualTo(committed);
+    }
+
+    /** The committed id of group g_pos. */
+    private static long committedPosition() {
         try (GatewayClient c = GATEWAY.client()) {
             ListGroupsResponse gs = c.action("subscription-groups", ChannelRequest.newBuilder().setChannel("shop").build(), ListGroupsResponse.parser());
-            committed = gs.getGroupsList().stream().filter(g -> g.getGroup().equals("g_pos")).findFirst().get().getCommittedId();
+            return gs.getGroupsList().stream().filter(g -> g.getGroup().equals("g_pos")).findFirst().get().getCommittedId();
         }
-        assertThat(committed).isGreaterThan(first.get(0).getId()).isLessThanOrEqualTo(first.get(first.size() - 1).getId() + 1);
-        List<DtsRecord> second = runFor(cluster, 4_000);
-        assertThat(second.get(0).getId()).isEqualTo(committed);
     }
 
     private static final List<DtsRecord> SINK = Collections.synchronizedList(new ArrayList<>());
 
-    private static List<DtsRecord> runFor(MiniCluster cluster, long ms) throws Exception {
+    /** Runs a DataStream job of group g_pos until done holds for the records read (at most 2 minutes), then cancels it. */
+    private static List<DtsRecord> runUntil(MiniCluster cluster, java.util.function.Predicate<List<DtsRecord>> done) throws Exception {
         SINK.clear();
         Configuration conf = new Configuration();
         conf.set(RestartStrategyOptions.RESTART_STRATEGY, "none");
@@ -194,8 +202,21 @@ class DtsSourceITCase {
                     }
                 });
         JobClient job = env.executeAsync("dts group positions");
-        Thread.sleep(ms);
-        job.cancel().get();
+        long deadline = System.currentTimeMillis() + 120_000;
+        try {
+            while (true) {
+                List<DtsRecord> now = new ArrayList<>(SINK);
+                if (!now.isEmpty() && done.test(now)) {
+                    break;
+                }
+                if (System.currentTimeMillis() > deadline) {
+                    throw new AssertionError("the DataStream job did not get there in 2 minutes; read " + now.size() + " records");
+                }
+                Thread.sleep(100);
+            }
+        } finally {
+            job.cancel().get();
+        }
         return new ArrayList<>(SINK);
     }
 }
