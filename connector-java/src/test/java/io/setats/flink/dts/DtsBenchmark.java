@@ -137,7 +137,7 @@ class DtsBenchmark {
         while (LAST_ID.get() < next1 - 1 && System.currentTimeMillis() < deadline) {
             Thread.sleep(100);
         }
-        follow.cancel().get();
+        cancelAndWait(follow);
         String load1 = loadAverage();
         long changes = CHANGES.get();
         assertThat(LAST_ID.get()).as("the job read everything").isGreaterThanOrEqualTo(next1 - 1);
@@ -160,7 +160,7 @@ class DtsBenchmark {
         }
         double flinkSecs = (System.nanoTime() - f0) / 1e9;
         long flinkRecords = RECORDS.get();
-        reread.cancel().get();
+        cancelAndWait(reread);
         String load2 = loadAverage();
 
         StringBuilder b = new StringBuilder();
@@ -176,6 +176,13 @@ class DtsBenchmark {
                 rawRecords, rawRecords / rawSecs, rawSecs, flinkRecords / flinkSecs, flinkSecs, (flinkRecords / flinkSecs) / (rawRecords / rawSecs)));
         System.out.print(b);
         Files.write(Paths.get("target", "dts-benchmark.txt"), b.toString().getBytes(StandardCharsets.UTF_8));
+    }
+
+    private static void cancelAndWait(JobClient job) throws Exception {
+        job.cancel().get();
+        while (!job.getJobStatus().get().isGloballyTerminalState()) {
+            Thread.sleep(50);
+        }
     }
 
     private static ChannelInfo describe() throws Exception {

@@ -124,6 +124,14 @@ class DtsFailoverITCase {
         return r.getId() + " " + r.getOperationType() + " " + key;
     }
 
+    /** Cancels a job and waits until it is gone (cancel() returns once the cancellation is accepted). */
+    private static void cancelAndWait(JobClient job) throws Exception {
+        job.cancel().get();
+        while (!job.getJobStatus().get().isGloballyTerminalState()) {
+            Thread.sleep(50);
+        }
+    }
+
     private static void await(String what, java.util.function.BooleanSupplier done, long ms) throws InterruptedException {
         long deadline = System.currentTimeMillis() + ms;
         while (!done.getAsBoolean()) {
@@ -205,7 +213,7 @@ class DtsFailoverITCase {
             await(rows + " committed inserts", () -> CommittingSink.committed(ours).size() >= rows, 300_000);
         } finally {
             writer.join();
-            job.cancel().get();
+            cancelAndWait(job);
         }
         assertThat(FailOnce.FAILED).as("the injected failure happened").isTrue();
         List<String> out = CommittingSink.committed(l -> true);
@@ -415,7 +423,7 @@ class DtsFailoverITCase {
         try {
             await("insert 1008 after the re-seek", () -> sawInsert(1008), 120_000);
         } finally {
-            third.cancel().get();
+            cancelAndWait(third);
         }
         DtsRecord firstAfter = SEEN.get(0);
         assertThat(firstAfter.getId()).as("re-seek by the time of %s", last).isEqualTo(expected.getId());
