@@ -69,6 +69,9 @@ func (f *flightService) DoAction(a *flight.Action, stream flight.FlightService_D
 	}
 	enc, res, handled, err := s.subscriptionAction(stream.Context(), a.GetType(), a.GetBody())
 	if !handled {
+		enc, res, handled, err = s.deliveryAction(stream.Context(), a.GetType(), a.GetBody())
+	}
+	if !handled {
 		enc, res, err = s.action(stream.Context(), a.GetType(), a.GetBody())
 	}
 	if err != nil {

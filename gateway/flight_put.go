@@ -48,7 +48,12 @@ func (f *flightService) DoPut(stream flight.FlightService_DoPutServer) error {
 		return ipcStatus(err, "DoPut: read the Arrow IPC schema message")
 	}
 	ctx := stream.Context()
-	enc, tbl, err := s.resolveWrite(ctx, rdr.LatestFlightDescriptor())
+	enc, tbl, cmd, err := s.resolveWrite(ctx, rdr.LatestFlightDescriptor())
+	if err != nil {
+		rdr.Release()
+		return err
+	}
+	dm, err := newDeliveryMode(cmd)
 	if err != nil {
 		rdr.Release()
 		return err
@@ -121,7 +126,7 @@ apply:
 			failure = s.putFailed(label, seq, failure)
 			break
 		}
-		a := appliedBatch{seq: seq, rows: d.b.Len(), begin: d.begin}
+		a := appliedBatch{seq: seq, rows: d.b.Len(), begin: d.begin, sequence: dm.sequence(seq)}
 		if n, err := s.limits.put.acquire(budgetCtx, d.bytes); err != nil {
 			failure = status.Errorf(codes.Unavailable,
 				"table %s: gateway is shutting down; batches from batch_seq %d on were not applied, resend them to another gateway or after the restart", label, seq)
@@ -129,10 +134,21 @@ apply:
 		} else {
 			a.bytes = n
 		}
-		if a.rows > 0 {
+		if a.rows > 0 || dm.writer != "" || dm.staging != nil {
+			if dm.staging != nil {
+				waited, err := s.budget.wait(ctx)
+				if waited {
+					s.metrics.delivery.budgetWaits.Inc()
+				}
+				if err != nil {
+					s.limits.put.release(a.bytes)
+					failure = s.putFailed(label, seq, batchError(err, codes.Canceled, label, seq))
+					break
+				}
+			}
 			err := ot.use(s, func(st *storeTable) error {
 				var err error
-				a.p, err = st.Apply(ctx, d.b)
+				a.p, err = dm.apply(ctx, st, d.b, seq)
 				return err
 			})
 			if err != nil {
@@ -194,11 +210,12 @@ type decodedBatch struct {
 // appliedBatch is a batch applied to the store (p nil for an empty batch), waiting for its
 // acknowledgement.
 type appliedBatch struct {
-	seq   int64
-	bytes int64 // taken from the in-flight budget, given back once acknowledged
-	rows  int
-	begin time.Time
-	p     *store.Pending
+	seq      int64
+	bytes    int64 // taken from the in-flight budget, given back once acknowledged
+	rows     int
+	begin    time.Time
+	p        *store.Pending
+	sequence int64 // the writer sequence of the batch (WriteCommand.writer_id), else 0
 }
 
 // receivePut reads and decodes the record batches of a DoPut stream into in, ending (and closing
@@ -242,7 +259,7 @@ func (s *Server) sendAcks(stream flight.FlightService_DoPutServer, enc encoding,
 			s.limits.put.release(a.bytes)
 			continue // not acknowledged; the Pending publishes itself when durable
 		}
-		ack := &setatspb.WriteAck{BatchSeq: a.seq, Rows: int64(a.rows)}
+		ack := &setatspb.WriteAck{BatchSeq: a.seq, Rows: int64(a.rows), Sequence: a.sequence}
 		if a.p != nil {
 			c, err := a.p.Wait()
 			if err != nil {
@@ -252,10 +269,16 @@ func (s *Server) sendAcks(stream flight.FlightService_DoPutServer, enc encoding,
 			}
 			ack.ChangelogRows = c.ChangelogRows
 			ack.CommitMs = c.CommitMs
+			ack.Duplicate = c.Duplicate
+			ack.Staged = c.Staged
 			for _, bo := range c.Buckets {
 				ack.Buckets = append(ack.Buckets, bucketOffsetsPB(bo))
 			}
-			s.metrics.writeLatency.WithLabelValues(ot.label).Observe(time.Since(a.begin).Seconds())
+			if c.Duplicate {
+				s.metrics.delivery.duplicates.WithLabelValues(ot.label).Inc()
+			} else {
+				s.metrics.writeLatency.WithLabelValues(ot.label).Observe(time.Since(a.begin).Seconds())
+			}
 		}
 		s.limits.put.release(a.bytes)
 		payload, err := encodeMsg(enc, ack)
@@ -309,7 +332,14 @@ func (s *Server) committed(t *catalog.Table, label string, c store.Commit) {
 
 // resolveWrite turns a DoPut descriptor into the answer encoding and the target table, creating
 // the table (and its database) from WriteCommand.create_if_absent when it does not exist.
-func (s *Server) resolveWrite(ctx context.Context, d *flight.FlightDescriptor) (encoding, *catalog.Table, error) {
+// The WriteCommand is returned too (nil for a PATH descriptor).
+func (s *Server) resolveWrite(ctx context.Context, d *flight.FlightDescriptor) (encoding, *catalog.Table, *setatspb.WriteCommand, error) {
+	var cmd *setatspb.WriteCommand
+	enc, t, err := s.resolveWriteTable(ctx, d, &cmd)
+	return enc, t, cmd, err
+}
+
+func (s *Server) resolveWriteTable(ctx context.Context, d *flight.FlightDescriptor, out **setatspb.WriteCommand) (encoding, *catalog.Table, error) {
 	if d == nil {
 		return 0, nil, status.Error(codes.InvalidArgument, "DoPut: the first message carries no flight descriptor")
 	}
@@ -330,6 +360,7 @@ func (s *Server) resolveWrite(ctx context.Context, d *flight.FlightDescriptor) (
 		if err != nil {
 			return enc, nil, err
 		}
+		*out = cmd
 		if err := s.checkCatalog(cmd.GetCatalog()); err != nil {
 			return enc, nil, err
 		}

@@ -30,7 +30,8 @@ type metrics struct {
 	natsReconnects prometheus.Counter
 	failedTables   prometheus.Gauge
 	pendingWrites  prometheus.Gauge
-	slots          *slotMetrics // metrics_binlog.go
+	slots          *slotMetrics     // metrics_binlog.go
+	delivery       *deliveryMetrics // delivery.go
 }
 
 func newMetrics() *metrics {
@@ -111,6 +112,7 @@ func newMetrics() *metrics {
 		f(c)
 	}
 	m.slots = newSlotMetrics(m.reg)
+	m.delivery = newDeliveryMetrics(f)
 	f(collectors.NewGoCollector())
 	f(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -155,6 +157,7 @@ func (m *metrics) setBucketOffsets(table, partition string, bucket int32, start,
 
 // forgetTable removes the per-bucket series of a closed or dropped table.
 func (m *metrics) forgetTable(table string) {
+	m.delivery.forgetTable(table)
 	m.startOffset.DeletePartialMatch(prometheus.Labels{"table": table})
 	m.endOffset.DeletePartialMatch(prometheus.Labels{"table": table})
 	m.slots.forget(table)

@@ -28,6 +28,9 @@ const (
 	DefaultNATSListen         = "127.0.0.1:4222"
 	DefaultMaxMessageBytes    = 64 << 20
 	DefaultBlockCacheBytes    = int64(192 << 20)
+	// DefaultStagingBudgetBytes bounds the exactly-once rows staged and not yet committed, over
+	// all tables (SPEC section 10): 1 GiB.
+	DefaultStagingBudgetBytes = int64(1 << 30)
 	DefaultLogLevel           = "info"
 	DefaultLogFormat          = "text"
 	DefaultShutdownTimeout    = 10 * time.Second
@@ -83,6 +86,10 @@ type Options struct {
 	// stores. Pebble charges each store's memtables against it (up to 2 x 32 MiB per table being
 	// written; store.DefaultCacheBytes), the rest holds blocks. Default 192 MiB.
 	BlockCacheBytes int64
+	// StagingBudgetBytes bounds the bytes of exactly-once rows staged and not yet committed,
+	// over all tables (SPEC section 10): while the staged bytes are at or above it, staging
+	// DoPut batches wait (back pressure) until commits, aborts or expiry free some. Default 1 GiB.
+	StagingBudgetBytes int64
 	// LogLevel is debug, info, warn or error. Default info. Ignored when Logger is set.
 	LogLevel string
 	// LogFormat is text or json. Default text. Ignored when Logger is set.
@@ -145,6 +152,9 @@ func (o *Options) SetDefaults() {
 	if o.BlockCacheBytes == 0 {
 		o.BlockCacheBytes = DefaultBlockCacheBytes
 	}
+	if o.StagingBudgetBytes == 0 {
+		o.StagingBudgetBytes = DefaultStagingBudgetBytes
+	}
 	if o.LogLevel == "" {
 		o.LogLevel = DefaultLogLevel
 	}
@@ -180,6 +190,9 @@ func (o *Options) Validate() error {
 	}
 	if o.MaxMessageBytes < 1024 {
 		return fmt.Errorf("--max-message-bytes must be >= 1024, got %d", o.MaxMessageBytes)
+	}
+	if o.StagingBudgetBytes < 0 {
+		return fmt.Errorf("--staging-budget-bytes must be >= 0, got %d", o.StagingBudgetBytes)
 	}
 	if o.BlockCacheBytes < 0 {
 		return fmt.Errorf("--block-cache-bytes must be >= 0, got %d", o.BlockCacheBytes)
@@ -228,6 +241,7 @@ func (o *Options) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.NATSURL, "nats-url", "", "external NATS server URL; empty starts an embedded NATS server")
 	fs.StringVar(&o.NATSListen, "nats-listen", DefaultNATSListen, "embedded NATS listen address (port 0 or -1 = any free port)")
 	fs.IntVar(&o.MaxMessageBytes, "max-message-bytes", DefaultMaxMessageBytes, "largest gRPC message accepted, in bytes")
+	fs.Int64Var(&o.StagingBudgetBytes, "staging-budget-bytes", DefaultStagingBudgetBytes, "bytes of exactly-once rows staged and not yet committed, over all tables; staging writes wait beyond it")
 	fs.Int64Var(&o.BlockCacheBytes, "block-cache-bytes", DefaultBlockCacheBytes, "Pebble block cache size in bytes, shared by all tables (their memtables, up to 64 MiB per written table, count against it)")
 	fs.StringVar(&o.LogLevel, "log-level", DefaultLogLevel, "log level: debug, info, warn, error")
 	fs.StringVar(&o.LogFormat, "log-format", DefaultLogFormat, "log format: text or json")

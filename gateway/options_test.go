@@ -22,7 +22,7 @@ func TestOptionsFlagsEnv(t *testing.T) {
 			check: func(t *testing.T, o *Options) {
 				want := Options{FlightAddr: "127.0.0.1:8815", AdminAddr: "127.0.0.1:8816", Warehouse: "./warehouse", DefaultBucketCount: 4,
 					ChangelogRetention: 24 * time.Hour, RetentionInterval: time.Minute, NATSListen: "127.0.0.1:4222",
-					MaxMessageBytes: 64 << 20, BlockCacheBytes: 192 << 20, LogLevel: "info", LogFormat: "text",
+					MaxMessageBytes: 64 << 20, BlockCacheBytes: 192 << 20, StagingBudgetBytes: 1 << 30, LogLevel: "info", LogFormat: "text",
 					ShutdownTimeout: 10 * time.Second, SnapshotLease: 10 * time.Minute, Version: Version,
 					Security: Security{TokenTTL: time.Hour, UsersReloadInterval: 2 * time.Second},
 					Limits:   Limits{MaxOpenTables: 512, MaxInflightPutBytes: 256 << 20, KeyIndexBytes: 256 << 20}}

@@ -26,8 +26,9 @@ func (s *Server) retentionLoop() {
 // releases snapshot views whose lease ran out and refreshes the slot gauges, and returns the
 // number of rows removed. A table whose store is closed (not used since the gateway started, or
 // closed by the LRU of open tables) is opened only once retention has work in it
-// (retention_due.go), so that idle tables stay closed. The retention loop calls it; tests call it
-// directly with a fake clock.
+// (retention_due.go), so that idle tables stay closed. Staged exactly-once rows past their
+// transaction timeout and forgotten sequenced writers expire here too (SPEC section 10). The
+// retention loop calls it; tests call it directly with a fake clock.
 func (s *Server) RunRetention() int64 {
 	if s.tables == nil {
 		return 0
@@ -35,6 +36,7 @@ func (s *Server) RunRetention() int64 {
 	now := s.opts.Clock()
 	var total int64
 	for _, ot := range s.catalogTables(now) {
+		s.expireStaging(ot, now)
 		var removed int64
 		err := ot.run(s, false, func(st *storeTable) error {
 			// Retention, slot TTL, lost slots and consume-then-clean (SPEC sections 4 and 8).

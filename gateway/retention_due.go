@@ -16,7 +16,8 @@ import (
 // opened stayed open, 8 file descriptors each). When a table's store closes (the LRU of open
 // tables, shutdown), the gateway records when retention next has work in it (retentionDue): the
 // oldest retained changelog row's commit time plus the retention, or the earliest slot.ttl
-// expiry, whichever comes first. It keeps that time in memory and in the file dueFileName in the
+// expiry, or the earliest staging expiry or writer retention (SPEC section 10), whichever
+// comes first. It keeps that time in memory and in the file dueFileName in the
 // table's data directory, which a store open removes first, so that after a crash an absent or
 // torn file means "not known": retention then opens the table once. A retention pass opens a
 // closed table only once its due time has come.
@@ -42,6 +43,14 @@ func (s *Server) retentionDue(st *storeTable, slots *binlog.Slots) int64 {
 		if at := slots.NextCleanMs(); at >= 0 && at < due {
 			due = at
 		}
+	}
+	// Staging expiry and writer retention (SPEC section 10).
+	at, err := st.NextExpiryMs()
+	if err != nil {
+		return 0
+	}
+	if at >= 0 && at < due {
+		due = at
 	}
 	return max(due, 0)
 }

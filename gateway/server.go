@@ -51,6 +51,8 @@ type Server struct {
 	views pinnedViews
 	// limits bound in-flight DoPut bytes and key index memory (limits.go).
 	limits serverLimits
+	// budget bounds the staged exactly-once bytes of all tables (--staging-budget-bytes).
+	budget *stagingBudget
 
 	// auth checks users and grants (nil without --users-file: everything allowed); tls is the
 	// TLS material (nil without --tls-cert). See server_security.go.
@@ -128,6 +130,7 @@ func (s *Server) Start() (err error) {
 	}
 	s.cat = cat
 	s.cache = pebble.NewCache(s.opts.BlockCacheBytes)
+	s.budget = newStagingBudget(s.opts.StagingBudgetBytes)
 	s.tables = newTableRegistry(s)
 	s.initLimits()
 	whDir, err := catalog.WarehouseDir(s.cat.Warehouse())

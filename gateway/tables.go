@@ -100,6 +100,9 @@ func (ot *openTable) close(writeDue bool) error {
 		ot.r.mu.Lock()
 		ot.r.forgetOpen(ot)
 		ot.r.mu.Unlock()
+		if ot.cur.CompareAndSwap(st, nil) {
+			ot.r.releaseStaging(ot.label, st)
+		}
 		return st.Close()
 	}
 	ot.mu.Lock()
@@ -248,7 +251,9 @@ func (r *tableRegistry) load(ot *openTable) error {
 	r.closeVictims(victims)
 
 	removeDue(ot.tbl)
-	st, err := store.Open(ot.tbl, r.s.storeOptions(ot.tbl, ot.label))
+	opts := r.s.storeOptions(ot.tbl, ot.label)
+	opts.OnStaging = r.s.onStaging(ot.label)
+	st, err := store.Open(ot.tbl, opts)
 	r.mu.Lock()
 	if err != nil {
 		r.nOpen--
@@ -266,6 +271,9 @@ func (r *tableRegistry) load(ot *openTable) error {
 	}
 	ot.st, ot.slots = st, binlog.New(st, binlog.Options{Clock: r.s.opts.Clock})
 	ot.cur.Store(st)
+	// The staged rows of the store count against the staging budget while it is open.
+	stagedBytes, stagedRows := st.StagingStats()
+	r.s.onStaging(ot.label)(stagedBytes, stagedRows)
 	ot.elem = r.lru.PushFront(ot)
 	ot.dueMs = dueUnknown // known again when the store closes
 	r.mu.Unlock()
@@ -333,11 +341,14 @@ func (r *tableRegistry) closeStore(ot *openTable, writeDue bool) error {
 		due = r.s.retentionDue(st, ot.slots)
 	}
 	ot.st, ot.slots = nil, nil
-	ot.cur.Store(nil)
+	release := ot.cur.CompareAndSwap(st, nil) // false: close released it already (failed store)
 	r.mu.Lock()
 	r.forgetOpen(ot)
 	ot.dueMs = due
 	r.mu.Unlock()
+	if release {
+		r.releaseStaging(ot.label, st)
+	}
 	err := st.Close()
 	if err == nil && due != dueUnknown {
 		writeDueFile(ot.tbl, due)
@@ -419,4 +430,10 @@ func (s *Server) storeOptions(tbl *catalog.Table, label string) store.Options {
 		OnFailure:          func(err error) { s.storageFailed(label, err) },
 		ViewLeaseMs:        s.opts.SnapshotLease.Milliseconds(),
 	}
+}
+
+// releaseStaging gives the staged bytes of st back to the staging budget (its store closes).
+func (r *tableRegistry) releaseStaging(label string, st *store.Table) {
+	b, rows := st.StagingStats()
+	r.s.onStaging(label)(-b, -rows)
 }

@@ -281,3 +281,59 @@ func (m *refModel) caseText(key string, got []ChangeRow) string {
 	}
 	return sb.String()
 }
+
+// foldRow is one row of an exactly-once commit for applyFolded.
+type foldRow struct {
+	kind int8
+	vals []any
+}
+
+// applyFolded applies the rows of an exactly-once commit (SPEC section 10, proto/README.md
+// "Exactly-once staging"): each key's rows are merged in order from the stored row, and the key
+// gets one change from the stored row to the result (+I, -U/+U, -D or nothing). It returns the
+// number of changelog rows.
+func (m *refModel) applyFolded(declared []int, rows []foldRow, batch int) int {
+	type before struct {
+		row     []any
+		present bool
+		logLen  int
+	}
+	orig := map[string]before{}
+	var order []string
+	for _, r := range rows {
+		full := make([]any, len(m.t.cols))
+		for j, ci := range declared {
+			full[ci] = r.vals[j]
+		}
+		key := m.t.keyOf(full)
+		if _, ok := orig[key]; !ok {
+			old, present := m.state[key]
+			orig[key] = before{row: old, present: present, logLen: len(m.log[key])}
+			order = append(order, key)
+		}
+		m.apply(r.kind, declared, r.vals, batch)
+	}
+	n := 0
+	for _, key := range order {
+		o := orig[key]
+		m.log[key] = m.log[key][:o.logLen]
+		if len(m.log[key]) == 0 {
+			delete(m.log, key)
+		}
+		cur, present := m.state[key]
+		emit := func(k int8, row []any) {
+			m.log[key] = append(m.log[key], expChange{kind: k, vals: slices.Clone(row), batch: batch})
+			n++
+		}
+		switch {
+		case !o.present && present:
+			emit(KindInsert, cur)
+		case o.present && !present:
+			emit(KindDelete, o.row)
+		case o.present && present && !valuesEqual(o.row, cur):
+			emit(KindUpdateBefore, o.row)
+			emit(KindUpdateAfter, cur)
+		}
+	}
+	return n
+}

@@ -107,7 +107,32 @@ type randWriter struct {
 	tr   *tableRun
 	rng  *rand.Rand
 	keys [][]any
+
+	// Delivery (SPEC section 10): the writer's id and next sequence (at-least-once retries), and
+	// its exactly-once staging: commit user, epoch, last checkpoint and a staged checkpoint left
+	// for after the restart.
+	id      string
+	nextSeq int64
+	epoch   int64
+	ckpt    int64
+	pending *pendingStage
 }
+
+// pendingStage is a staged checkpoint not yet committed (committed after a restart).
+type pendingStage struct {
+	ckpt     int64
+	declared []int
+	rows     []foldRow
+}
+
+// Modes of a randWriter stream.
+const (
+	modeMerge   = iota // plain DoPut
+	modeRetry          // sequenced DoPut, then the same batches resent: all duplicates
+	modeCommit         // staged, committed (sometimes twice)
+	modeAbort          // staged, then dropped by abort-staged
+	modePending        // staged, committed after the next restart
+)
 
 // stream generates one DoPut stream (declared columns, with or without `_row_kind`, 1..4
 // batches), applies it to the model, sends it, and checks the acks.
@@ -126,6 +151,22 @@ func (w *randWriter) stream(ctx context.Context, c *Client) error {
 		}
 	}
 	withKind := rng.IntN(5) > 0
+	mode := modeMerge
+	switch r := rng.IntN(10); {
+	case r == 0:
+		mode = modeRetry
+	case r <= 2:
+		mode = modeCommit
+	case r == 3:
+		mode = modeAbort
+	case r == 4:
+		mode = modePending
+	}
+	if mode >= modeCommit && w.pending != nil {
+		mode = modeMerge // a subtask's staged rows all declare the same columns
+	}
+	staged := mode >= modeCommit
+	var folded []foldRow
 	allowDelete := !t.partial() || t.option("ignore-delete") || t.option("partial-update.remove-record-on-delete")
 	cols := make([]Col, len(declared))
 	for j, ci := range declared {
@@ -166,13 +207,20 @@ func (w *randWriter) stream(ctx context.Context, c *Client) error {
 				}
 			}
 			batches[b] = append(batches[b], WriteRow{Kind: kind, Values: vals})
-			want[b] += w.tr.m.apply(kind, declared, vals, ids[b])
+			if staged {
+				folded = append(folded, foldRow{kind: kind, vals: vals})
+			} else {
+				want[b] += w.tr.m.apply(kind, declared, vals, ids[b])
+			}
 		}
 	}
 	w.tr.mu.Unlock()
 	// One stream in eight ends with a poison batch: valid rows and one null key. The gateway must
 	// refuse it with InvalidArgument and apply nothing of it (SPEC section 3, issue 2 "Bad
 	// input"), after acknowledging the batches before it.
+	if mode != modeMerge {
+		return w.delivery(ctx, c, mode, cols, withKind, declared, batches, folded, ids, want)
+	}
 	poison := rng.IntN(8) == 0
 	send := batches
 	if poison {
@@ -221,6 +269,108 @@ func (w *randWriter) stream(ctx context.Context, c *Client) error {
 		}
 		if a.GetCommitMs() <= 0 && want[b] > 0 {
 			w.tr.ackProblems = append(w.tr.ackProblems, fmt.Sprintf("%s batch %d: ack commit_ms %d", t.name, ids[b], a.GetCommitMs()))
+		}
+	}
+	return nil
+}
+
+// delivery sends a stream of a sequenced or staging mode (SPEC section 10) and records it in the
+// model: a retried sequenced stream is applied once, a committed staging is applied folded per
+// key (applyFolded), an aborted one not at all.
+func (w *randWriter) delivery(ctx context.Context, c *Client, mode int, cols []Col, withKind bool, declared []int,
+	batches [][]WriteRow, folded []foldRow, ids, want []int) error {
+	t := w.tr.t
+	cmd := &setatspb.WriteCommand{Database: e2eDB, Table: t.name, WriterId: w.id, FirstSequence: w.nextSeq}
+	if mode == modeRetry {
+		acks, err := c.PutCmd(ctx, cmd, cols, withKind, batches)
+		if err != nil {
+			return fmt.Errorf("sequenced DoPut %s: %w", t.name, err)
+		}
+		again, err := c.PutCmd(ctx, cmd, cols, withKind, batches)
+		if err != nil {
+			return fmt.Errorf("resent sequenced DoPut %s: %w", t.name, err)
+		}
+		w.nextSeq += int64(len(batches))
+		w.tr.mu.Lock()
+		defer w.tr.mu.Unlock()
+		for b, a := range acks {
+			w.tr.acks[ids[b]] = a
+			r := again[b]
+			if a.GetChangelogRows() != int64(want[b]) || !r.GetDuplicate() || r.GetCommitMs() != a.GetCommitMs() ||
+				r.GetChangelogRows() != a.GetChangelogRows() || r.GetSequence() != a.GetSequence() {
+				w.tr.ackProblems = append(w.tr.ackProblems, fmt.Sprintf("%s batch %d: ack %v, resent ack %v (model changelog rows %d)",
+					t.name, ids[b], a, r, want[b]))
+			}
+		}
+		return nil
+	}
+	user := "eo-" + w.id
+	if w.epoch == 0 {
+		var err error
+		if w.epoch, err = w.abort(ctx, c, user, 0); err != nil {
+			return err
+		}
+	}
+	w.ckpt++
+	cmd.Staging = &setatspb.StagingTarget{CommitUser: user, CheckpointId: w.ckpt, Epoch: w.epoch}
+	acks, err := c.PutCmd(ctx, cmd, cols, withKind, batches)
+	if err != nil {
+		return fmt.Errorf("staging DoPut %s: %w", t.name, err)
+	}
+	w.nextSeq += int64(len(batches))
+	for _, a := range acks {
+		if !a.GetStaged() || a.GetChangelogRows() != 0 || len(a.GetBuckets()) != 0 {
+			return fmt.Errorf("staging DoPut %s: ack %v", t.name, a)
+		}
+	}
+	switch mode {
+	case modeAbort:
+		epoch, err := w.abort(ctx, c, user, w.ckpt-1)
+		if err != nil {
+			return err
+		}
+		w.epoch = epoch
+		return nil
+	case modePending:
+		w.pending = &pendingStage{ckpt: w.ckpt, declared: declared, rows: folded}
+		return nil
+	}
+	return w.commit(ctx, c, &pendingStage{ckpt: w.ckpt, declared: declared, rows: folded}, w.rng.IntN(2) == 0)
+}
+
+func (w *randWriter) abort(ctx context.Context, c *Client, user string, restored int64) (int64, error) {
+	res := &setatspb.AbortStagedResponse{}
+	err := c.Action(ctx, "abort-staged", &setatspb.AbortStagedRequest{Database: e2eDB, Table: w.tr.t.name,
+		CommitUser: user, RestoredCheckpointId: restored}, res)
+	if err != nil {
+		return 0, fmt.Errorf("abort-staged %s: %w", w.tr.t.name, err)
+	}
+	return res.GetEpoch(), nil
+}
+
+// commit commits a staged checkpoint (twice when again: the second must be a no-op) and applies
+// it to the model.
+func (w *randWriter) commit(ctx context.Context, c *Client, ps *pendingStage, again bool) error {
+	t := w.tr.t
+	req := &setatspb.CommitStagedRequest{Database: e2eDB, Table: t.name, CommitUser: "eo-" + w.id, CheckpointId: ps.ckpt}
+	res := &setatspb.CommitStagedResponse{}
+	if err := c.Action(ctx, "commit-staged", req, res); err != nil {
+		return fmt.Errorf("commit-staged %s checkpoint %d: %w", t.name, ps.ckpt, err)
+	}
+	w.tr.mu.Lock()
+	id := w.tr.batch
+	w.tr.batch++
+	n := w.tr.m.applyFolded(ps.declared, ps.rows, id)
+	w.tr.acks[id] = &setatspb.WriteAck{Rows: res.GetRows(), ChangelogRows: res.GetChangelogRows(), CommitMs: res.GetCommitMs(), Buckets: res.GetBuckets()}
+	if res.GetAlreadyCommitted() || res.GetChangelogRows() != int64(n) || res.GetRows() != int64(len(ps.rows)) {
+		w.tr.ackProblems = append(w.tr.ackProblems, fmt.Sprintf("%s commit of checkpoint %d: %v, model: %d rows, %d changelog rows",
+			t.name, ps.ckpt, res, len(ps.rows), n))
+	}
+	w.tr.mu.Unlock()
+	if again {
+		res2 := &setatspb.CommitStagedResponse{}
+		if err := c.Action(ctx, "commit-staged", req, res2); err != nil || !res2.GetAlreadyCommitted() {
+			return fmt.Errorf("second commit-staged %s checkpoint %d: %v, %v (want already_committed)", t.name, ps.ckpt, res2, err)
 		}
 	}
 	return nil
@@ -350,7 +500,7 @@ func TestRandomizedModel(t *testing.T) {
 		keys := tableKeys(td)
 		const perTable = 2
 		for wi := range perTable {
-			w := &randWriter{tr: tr, rng: rand.New(rand.NewPCG(seed, uint64(ti*perTable+wi)))}
+			w := &randWriter{tr: tr, rng: rand.New(rand.NewPCG(seed, uint64(ti*perTable+wi))), id: fmt.Sprintf("w%d-%d", ti, wi)}
 			for ki := wi; ki < len(keys); ki += perTable {
 				w.keys = append(w.keys, keys[ki])
 			}
@@ -367,6 +517,16 @@ func TestRandomizedModel(t *testing.T) {
 	}
 
 	for round := range rounds {
+		// Staged checkpoints left before the last restart are committed now (SPEC section 10:
+		// staged rows survive a crash between staging and commit).
+		for _, w := range writers {
+			if w.pending != nil {
+				if err := w.commit(ctx, c, w.pending, true); err != nil {
+					t.Fatalf("round %d: %v", round, err)
+				}
+				w.pending = nil
+			}
+		}
 		var wg sync.WaitGroup
 		errs := make(chan error, len(writers))
 		for _, w := range writers {

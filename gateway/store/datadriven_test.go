@@ -24,6 +24,13 @@ import (
 //	buckets                         Buckets()
 //	reopen                          close and open the store again
 //	check                           checkFold
+//	write-seq writer=W seq=N [cols=] [at=MS]   ApplySequenced (SPEC section 10, cases X1)
+//	stage user=U subtask=N ckpt=N epoch=N [writer=W seq=N] [cols=] [at=MS]   Stage
+//	abort user=U subtask=N restored=N [timeout=MS] [at=MS]   AbortStaged
+//	commit user=U subtask=N ckpt=N [at=MS]      CommitStaged
+//	staging                         StagingStats and Staging
+//	committed user=U [bucket=N]     CommittedCheckpoint
+//	expire now=MS                   ExpireStaging
 func TestDataDriven(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
 		var st *Table
@@ -83,18 +90,105 @@ func TestDataDriven(t *testing.T) {
 					t.Fatal(err)
 				}
 				c, err := st.Write(context.Background(), b)
+				return formatCommit(c, err)
+			case "write-seq", "stage":
+				var cols []string
+				if a, ok := td.Arg("cols"); ok {
+					cols = a.Vals
+				}
+				if td.HasArg("at") {
+					td.ScanArgs(t, "at", &clock.ms)
+				}
+				var lines []string
+				if td.Input != "" {
+					lines = strings.Split(td.Input, "\n")
+				}
+				b, err := parseRows(st.tbl, cols, lines)
 				if err != nil {
 					return formatError(err)
 				}
-				var sb strings.Builder
-				fmt.Fprintf(&sb, "rows=%d changelog=%d%s commit=%d\n", c.Rows, c.ChangelogRows, formatKinds(c.ChangelogKinds), c.CommitMs)
-				for _, o := range c.Buckets {
-					fmt.Fprintf(&sb, "bucket %q/%d [%d, %d) last=%d\n", o.Partition, o.Bucket, o.StartOffset, o.EndOffset, o.LastCommitMs)
+				var seq *Sequence
+				if td.HasArg("writer") {
+					seq = &Sequence{}
+					td.ScanArgs(t, "writer", &seq.Writer)
+					td.ScanArgs(t, "seq", &seq.Seq)
 				}
-				for _, n := range c.NewBuckets {
-					fmt.Fprintf(&sb, "new bucket %q/%d\n", n.Partition, n.Bucket)
+				var p *Pending
+				if td.Cmd == "stage" {
+					var tg StageTarget
+					td.ScanArgs(t, "user", &tg.CommitUser)
+					td.ScanArgs(t, "subtask", &tg.Subtask)
+					td.ScanArgs(t, "ckpt", &tg.Checkpoint)
+					td.ScanArgs(t, "epoch", &tg.Epoch)
+					p, err = st.Stage(context.Background(), tg, b, seq)
+				} else {
+					p, err = st.ApplySequenced(context.Background(), b, *seq)
+				}
+				if err != nil {
+					return formatCommit(Commit{}, err)
+				}
+				return formatCommit(p.Wait())
+			case "abort":
+				var user string
+				var sub int32
+				var restored, timeout int64
+				td.ScanArgs(t, "user", &user)
+				td.ScanArgs(t, "subtask", &sub)
+				td.ScanArgs(t, "restored", &restored)
+				if td.HasArg("timeout") {
+					td.ScanArgs(t, "timeout", &timeout)
+				}
+				if td.HasArg("at") {
+					td.ScanArgs(t, "at", &clock.ms)
+				}
+				r, err := st.AbortStaged(user, sub, restored, timeout)
+				if err != nil {
+					return formatCommit(Commit{}, err)
+				}
+				return fmt.Sprintf("epoch=%d dropped rows=%d bytes>0=%v\n", r.Epoch, r.DroppedRows, r.DroppedBytes > 0)
+			case "commit":
+				var user string
+				var sub int32
+				var ckpt int64
+				td.ScanArgs(t, "user", &user)
+				td.ScanArgs(t, "subtask", &sub)
+				td.ScanArgs(t, "ckpt", &ckpt)
+				if td.HasArg("at") {
+					td.ScanArgs(t, "at", &clock.ms)
+				}
+				r, err := st.CommitStaged(context.Background(), user, sub, ckpt)
+				if err != nil {
+					return formatCommit(Commit{}, err)
+				}
+				if r.AlreadyCommitted {
+					return "already committed\n"
+				}
+				return formatCommit(r.Pending.Wait())
+			case "staging":
+				var sb strings.Builder
+				bytes, rows := st.StagingStats()
+				fmt.Fprintf(&sb, "staged rows=%d bytes>0=%v\n", rows, bytes > 0)
+				for _, si := range st.Staging() {
+					fmt.Fprintf(&sb, "%s/%d epoch=%d committed=%d rows=%d checkpoints=%v timeout=%d\n",
+						si.CommitUser, si.Subtask, si.Epoch, si.Committed, si.StagedRows, si.StagedCheckpoints, si.TimeoutMs)
 				}
 				return sb.String()
+			case "committed":
+				var user string
+				td.ScanArgs(t, "user", &user)
+				c, err := st.CommittedCheckpoint(user, bucketArg())
+				if err != nil {
+					t.Fatal(err)
+				}
+				return fmt.Sprintf("%d\n", c)
+			case "expire":
+				var now int64
+				td.ScanArgs(t, "now", &now)
+				r, err := st.ExpireStaging(now)
+				if err != nil {
+					return fmt.Sprintf("error: %v\n", err)
+				}
+				return fmt.Sprintf("expired rows=%d writers=%d\n", r.Rows, r.Writers)
 			case "changelog":
 				var sb strings.Builder
 				for _, b := range st.Buckets() {
@@ -179,6 +273,29 @@ func TestDataDriven(t *testing.T) {
 			return ""
 		})
 	})
+}
+
+// formatCommit prints a commit (or its error) as the write commands do.
+func formatCommit(c Commit, err error) string {
+	if err != nil {
+		return formatError(err)
+	}
+	var sb strings.Builder
+	var flags string
+	if c.Duplicate {
+		flags += " duplicate"
+	}
+	if c.Staged {
+		flags += " staged"
+	}
+	fmt.Fprintf(&sb, "rows=%d changelog=%d%s commit=%d%s\n", c.Rows, c.ChangelogRows, formatKinds(c.ChangelogKinds), c.CommitMs, flags)
+	for _, o := range c.Buckets {
+		fmt.Fprintf(&sb, "bucket %q/%d [%d, %d) last=%d\n", o.Partition, o.Bucket, o.StartOffset, o.EndOffset, o.LastCommitMs)
+	}
+	for _, n := range c.NewBuckets {
+		fmt.Fprintf(&sb, "new bucket %q/%d\n", n.Partition, n.Bucket)
+	}
+	return sb.String()
 }
 
 // formatKinds prints the nonzero per-RowKind changelog counts of a commit: " (+I=1 -U=2)", or ""

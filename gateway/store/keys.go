@@ -14,6 +14,10 @@ const (
 	tagMeta      = 'm'
 	tagState     = 's'
 	tagChangelog = 'c'
+	// tagWriter keys hold sequenced writers' last sequences and acks (writerseq.go).
+	tagWriter = 'q'
+	// tagStaging keys hold exactly-once staged rows and commit records (staging.go).
+	tagStaging = 'x'
 )
 
 // formatVersion is the value of the "v" key.

@@ -104,7 +104,7 @@ func (p *Pending) sync() {
 			b.publishUpTo(p.seq)
 		}
 		t.mu.Unlock()
-		if t.opts.OnCommit != nil {
+		if t.opts.OnCommit != nil && !p.c.Staged {
 			t.opts.OnCommit(p.c)
 		}
 	}

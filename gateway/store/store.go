@@ -63,6 +63,12 @@ type Options struct {
 	// FS is the filesystem of the Pebble DB; nil means the operating system's (vfs.Default).
 	// Tests inject fault-injecting ones. WAL preallocation is turned off on it (failure.go).
 	FS vfs.FS
+	// OnStaging is called whenever the table's staged rows change (Stage, CommitStaged,
+	// AbortStaged, ExpireStaging) with the change in staged bytes and rows; it must not block.
+	OnStaging func(deltaBytes, deltaRows int64)
+	// WriterRetentionMs is how long a sequenced writer unused is remembered (ms); <= 0 means
+	// DefaultWriterRetentionMs (24 h).
+	WriterRetentionMs int64
 }
 
 // BucketID names one bucket of a table: the partition name ("" when unpartitioned,
@@ -98,6 +104,12 @@ type Commit struct {
 	CommitMs       int64
 	Buckets        []BucketOffsets
 	NewBuckets     []BucketID
+	// Duplicate: the write's (writer, sequence) had been applied before (writerseq.go); nothing
+	// was applied now and the other fields are those of the original write (NewBuckets empty).
+	Duplicate bool
+	// Staged: the rows were staged for exactly-once delivery (staging.go), not merged; there
+	// are no changelog rows and no buckets.
+	Staged bool
 }
 
 // Entry is one changelog row as Read returns it: its offset, RowKind, commit time (ms) and the
@@ -126,6 +138,12 @@ type Table struct {
 	failed      atomic.Pointer[ErrFailed] // the storage failure (failure.go), nil while healthy
 	opened      atomic.Bool               // pebble.Open returned; background errors fail the table
 	bgErr       chan error                // the first storage background error during pebble.Open
+
+	// Sequenced writers (writerseq.go) and exactly-once staging (staging.go), guarded by mu.
+	writers     map[string]*writerState
+	staging     map[stageKey]*stageState
+	stagedBytes atomic.Int64
+	stagedRows  atomic.Int64
 
 	// ops is held shared by every operation and exclusively by Close.
 	ops sync.RWMutex
@@ -186,6 +204,8 @@ func Open(tbl *catalog.Table, opts Options) (*Table, error) {
 		engine:  engine,
 		log:     opts.Logger,
 		buckets: map[BucketID]*bucket{},
+		writers: map[string]*writerState{},
+		staging: map[stageKey]*stageState{},
 		done:    make(chan struct{}),
 	}
 	if t.clock == nil {
@@ -296,7 +316,10 @@ func (t *Table) load() error {
 	if err := it.Error(); err != nil {
 		return t.internal(err)
 	}
-	return t.loadSlots()
+	if err := t.loadSlots(); err != nil {
+		return err
+	}
+	return t.loadStaging()
 }
 
 func (t *Table) internal(err error) error {

@@ -20,6 +20,7 @@ type group struct {
 	b     *bucket
 	rows  []int32 // indexes into the batch, in batch order
 	isNew bool
+	fold  bool // writeExtra.fold
 	// keepTail: the bucket has followers, keep copies of its changelog chunks (tail.go).
 	keepTail bool
 
@@ -37,6 +38,7 @@ type group struct {
 // slot is one distinct primary key of a group.
 type slot struct {
 	key   []byte    // state key: "s" P B pk
+	orig  merge.Row // the stored row (fold)
 	hash  uint64    // key index hash of key
 	cur   merge.Row // current row (nil = absent)
 	found bool      // a stored row existed before the batch
@@ -91,7 +93,7 @@ func (t *Table) Apply(ctx context.Context, b *row.Batch) (*Pending, error) {
 	if len(b.Rows) == 0 {
 		return donePending(Commit{Table: t.tbl, CommitMs: t.clock()}), nil
 	}
-	p, err := t.apply(ctx, b)
+	p, err := t.apply(ctx, b, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -100,12 +102,23 @@ func (t *Table) Apply(ctx context.Context, b *row.Batch) (*Pending, error) {
 	return p, nil
 }
 
+// writeExtra adds keys to a write's Pebble batch: writer sequences (writerseq.go), commit
+// records of staged rows (staging.go). keys is called with the write's Commit (offsets after
+// the write) once the merge is done, before the batch is applied.
+type writeExtra struct {
+	keys func(batch *pebble.Batch, c *Commit) error
+	// fold: merge each key's rows of the write silently and emit one changelog change per key,
+	// from the stored row to the merge result (an exactly-once commit, staging.go).
+	fold bool
+}
+
 // apply prepares b under the bucket locks and applies it to Pebble without waiting for the
 // fsync; on success the caller owns the returned Pending's batch and operation lock.
-func (t *Table) apply(ctx context.Context, b *row.Batch) (*Pending, error) {
+func (t *Table) apply(ctx context.Context, b *row.Batch, extra *writeExtra) (*Pending, error) {
 	groups := t.groupRows(b)
 	for _, g := range groups {
 		g.b.wmu.Lock()
+		g.fold = extra != nil && extra.fold
 	}
 	defer func() {
 		for _, g := range groups {
@@ -176,33 +189,12 @@ func (t *Table) apply(ctx context.Context, b *row.Batch) (*Pending, error) {
 		return nil, contextError(err)
 	}
 
-	// One batch, one fsync (waited for by Pending.sync).
-	batch := groups[0].batch
-	for _, g := range groups[1:] {
-		if err := batch.Apply(g.batch, nil); err != nil {
-			return nil, t.internal(err)
-		}
-	}
-	groups[0].batch = nil
-	if err := t.pebbleCall("commit", func() error { return t.db.ApplyNoSyncWait(batch, pebble.Sync) }); err != nil {
-		if t.Err() == nil {
-			_ = batch.Close()
-		}
-		return nil, err
-	}
-
-	// Applied: later writes must see it (key index, queued metadata) before the locks go.
-	p := &Pending{t: t, seq: t.applySeq.Add(1), batch: batch, done: make(chan struct{}),
+	// The write's commit, known before it is applied (extra keys record it).
+	p := &Pending{t: t, seq: 0, done: make(chan struct{}),
 		buckets: make([]*bucket, 0, len(groups)),
 		c:       Commit{Table: t.tbl, Rows: int64(len(b.Rows)), CommitMs: commitMs, Buckets: make([]BucketOffsets, 0, len(groups))}}
-	for _, g := range groups {
-		t.keys.add(g.newKeys)
-	}
 	c := &p.c
-	t.mu.Lock()
 	for _, g := range groups {
-		g.b.queue = append(g.b.queue, applied{seq: p.seq, m: g.m, changelog: g.changelog > 0, chunks: g.chunks})
-		p.buckets = append(p.buckets, g.b)
 		c.ChangelogRows += g.changelog
 		for k, n := range g.kinds {
 			c.ChangelogKinds[k] += n
@@ -211,6 +203,43 @@ func (t *Table) apply(ctx context.Context, b *row.Batch) (*Pending, error) {
 		if g.isNew {
 			c.NewBuckets = append(c.NewBuckets, g.b.id)
 		}
+	}
+
+	// One batch, one fsync (waited for by Pending.sync).
+	var batch *pebble.Batch
+	if len(groups) == 0 {
+		batch = t.db.NewBatch()
+	} else {
+		batch = groups[0].batch
+		for _, g := range groups[1:] {
+			if err := batch.Apply(g.batch, nil); err != nil {
+				return nil, t.internal(err)
+			}
+		}
+		groups[0].batch = nil
+	}
+	if extra != nil && extra.keys != nil {
+		if err := extra.keys(batch, c); err != nil {
+			_ = batch.Close()
+			return nil, err
+		}
+	}
+	if err := t.pebbleCall("commit", func() error { return t.db.ApplyNoSyncWait(batch, pebble.Sync) }); err != nil {
+		if t.Err() == nil {
+			_ = batch.Close()
+		}
+		return nil, err
+	}
+
+	// Applied: later writes must see it (key index, queued metadata) before the locks go.
+	p.seq, p.batch = t.applySeq.Add(1), batch
+	for _, g := range groups {
+		t.keys.add(g.newKeys)
+	}
+	t.mu.Lock()
+	for _, g := range groups {
+		g.b.queue = append(g.b.queue, applied{seq: p.seq, m: g.m, changelog: g.changelog > 0, chunks: g.chunks})
+		p.buckets = append(p.buckets, g.b)
 	}
 	t.mu.Unlock()
 	return p, nil
@@ -319,8 +348,14 @@ func (t *Table) prepare(g *group, b *row.Batch, commitMs int64) {
 				return
 			}
 		}
+		if g.fold && !s.dirty {
+			s.orig = s.cur
+		}
 		s.cur = next
 		s.dirty = true
+		if g.fold {
+			continue
+		}
 		if !tbl.ChangelogEnabled {
 			continue // changelog.enabled = false: state only (SPEC section 8)
 		}
@@ -331,6 +366,38 @@ func (t *Table) prepare(g *group, b *row.Batch, commitMs int64) {
 			}
 			g.kinds[ch.Kind&3]++
 			end++
+		}
+	}
+	if g.fold {
+		// One change per key, in the order of the keys' first rows: the stored row to the result.
+		for i := range slots {
+			s := &slots[i]
+			if !s.dirty {
+				continue
+			}
+			var chs [2]merge.Change
+			n := 0
+			switch {
+			case s.orig == nil && s.cur == nil, s.orig != nil && s.cur != nil && merge.RowEqual(s.orig, s.cur):
+				s.dirty = false
+			case s.orig == nil:
+				chs[0], n = merge.Change{Kind: merge.Insert, Row: s.cur}, 1
+			case s.cur == nil:
+				chs[0], n = merge.Change{Kind: merge.Delete, Row: s.orig}, 1
+			default:
+				chs[0], chs[1], n = merge.Change{Kind: merge.UpdateBefore, Row: s.orig}, merge.Change{Kind: merge.UpdateAfter, Row: s.cur}, 2
+			}
+			if !tbl.ChangelogEnabled {
+				continue // changelog.enabled = false: state only (SPEC section 8)
+			}
+			for _, ch := range chs[:n] {
+				if err := cw.add(end, ch.Kind, ch.Row); err != nil {
+					g.err = t.internal(err)
+					return
+				}
+				g.kinds[ch.Kind&3]++
+				end++
+			}
 		}
 	}
 	if err := cw.flush(); err != nil {

@@ -452,7 +452,13 @@ type PutStream struct {
 
 // OpenPut opens a DoPut on db.table (WriteCommand descriptor) whose batches have the schema.
 func (c *Client) OpenPut(ctx context.Context, db, table string, schema *arrow.Schema) (*PutStream, error) {
-	cmd, err := proto.Marshal(&setatspb.WriteCommand{Database: db, Table: table})
+	return c.OpenPutCmd(ctx, &setatspb.WriteCommand{Database: db, Table: table}, schema)
+}
+
+// OpenPutCmd opens a DoPut with the given WriteCommand (writer sequences, staging: SPEC section
+// 10) whose batches have the schema.
+func (c *Client) OpenPutCmd(ctx context.Context, wc *setatspb.WriteCommand, schema *arrow.Schema) (*PutStream, error) {
+	cmd, err := proto.Marshal(wc)
 	if err != nil {
 		return nil, err
 	}
@@ -570,11 +576,17 @@ func (ps *PutStream) Abort() { ps.cancel() }
 // Put sends the batches on one DoPut stream and returns their acks in order. It fails when the
 // gateway does not answer every batch with a WriteAck whose batch_seq matches.
 func (c *Client) Put(ctx context.Context, db, table string, cols []Col, withKind bool, batches [][]WriteRow) ([]*setatspb.WriteAck, error) {
+	return c.PutCmd(ctx, &setatspb.WriteCommand{Database: db, Table: table}, cols, withKind, batches)
+}
+
+// PutCmd is Put with a WriteCommand of its own (writer sequences, staging: SPEC section 10).
+func (c *Client) PutCmd(ctx context.Context, cmd *setatspb.WriteCommand, cols []Col, withKind bool, batches [][]WriteRow) ([]*setatspb.WriteAck, error) {
+	db, table := cmd.GetDatabase(), cmd.GetTable()
 	schema, err := WriteSchema(cols, withKind)
 	if err != nil {
 		return nil, err
 	}
-	ps, err := c.OpenPut(ctx, db, table, schema)
+	ps, err := c.OpenPutCmd(ctx, cmd, schema)
 	if err != nil {
 		return nil, err
 	}

@@ -569,8 +569,20 @@ type WriteCommand struct {
 	// When set and the table does not exist, create it (and its database) from this spec first
 	// (the Flink sink's auto-create, SPEC section 3). Ignored when the table exists.
 	CreateIfAbsent *TableSpec `protobuf:"bytes,4,opt,name=create_if_absent,json=createIfAbsent,proto3" json:"create_if_absent,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Writer id of a sequenced writer (SPEC section 10): when set, batch i of this DoPut has the
+	// sequence first_sequence + i, and the gateway applies each (writer_id, sequence) once. A
+	// sequence already applied is answered with the original WriteAck (duplicate = true) and applies
+	// nothing; a sequence beyond the writer's last + 1 is FailedPrecondition naming the writer, a
+	// bucket and the expected and received sequence. A writer's first sequence may be any value >= 0.
+	// At most 1024 bytes. Writers unused for 24 h are forgotten.
+	WriterId string `protobuf:"bytes,5,opt,name=writer_id,json=writerId,proto3" json:"writer_id,omitempty"`
+	// Sequence of the first record batch of this DoPut (>= 0); only with writer_id.
+	FirstSequence int64 `protobuf:"varint,6,opt,name=first_sequence,json=firstSequence,proto3" json:"first_sequence,omitempty"`
+	// When set, the batches are staged for exactly-once delivery instead of being merged
+	// (SPEC section 10, proto/README.md "Exactly-once staging").
+	Staging       *StagingTarget `protobuf:"bytes,7,opt,name=staging,proto3" json:"staging,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *WriteCommand) Reset() {
@@ -631,6 +643,103 @@ func (x *WriteCommand) GetCreateIfAbsent() *TableSpec {
 	return nil
 }
 
+func (x *WriteCommand) GetWriterId() string {
+	if x != nil {
+		return x.WriterId
+	}
+	return ""
+}
+
+func (x *WriteCommand) GetFirstSequence() int64 {
+	if x != nil {
+		return x.FirstSequence
+	}
+	return 0
+}
+
+func (x *WriteCommand) GetStaging() *StagingTarget {
+	if x != nil {
+		return x.Staging
+	}
+	return nil
+}
+
+// StagingTarget names the staging transaction a DoPut's batches go to: rows of one checkpoint of
+// one sink subtask. Staged rows are durable but invisible to the table, the changelog, reads and
+// notifications until commit-staged merges them.
+type StagingTarget struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Commit user: the job and sink the rows belong to (at most 1024 bytes, not empty).
+	CommitUser string `protobuf:"bytes,1,opt,name=commit_user,json=commitUser,proto3" json:"commit_user,omitempty"`
+	// Sink subtask index (>= 0).
+	Subtask int32 `protobuf:"varint,2,opt,name=subtask,proto3" json:"subtask,omitempty"`
+	// Checkpoint id the rows are staged for (> 0): the one after the subtask's last snapshot.
+	CheckpointId int64 `protobuf:"varint,3,opt,name=checkpoint_id,json=checkpointId,proto3" json:"checkpoint_id,omitempty"`
+	// Epoch returned by abort-staged for (commit_user, subtask); an older epoch is FailedPrecondition
+	// (a writer of an earlier attempt is fenced off).
+	Epoch         int64 `protobuf:"varint,4,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StagingTarget) Reset() {
+	*x = StagingTarget{}
+	mi := &file_setats_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StagingTarget) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StagingTarget) ProtoMessage() {}
+
+func (x *StagingTarget) ProtoReflect() protoreflect.Message {
+	mi := &file_setats_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StagingTarget.ProtoReflect.Descriptor instead.
+func (*StagingTarget) Descriptor() ([]byte, []int) {
+	return file_setats_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *StagingTarget) GetCommitUser() string {
+	if x != nil {
+		return x.CommitUser
+	}
+	return ""
+}
+
+func (x *StagingTarget) GetSubtask() int32 {
+	if x != nil {
+		return x.Subtask
+	}
+	return 0
+}
+
+func (x *StagingTarget) GetCheckpointId() int64 {
+	if x != nil {
+		return x.CheckpointId
+	}
+	return 0
+}
+
+func (x *StagingTarget) GetEpoch() int64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
 // BucketOffsets reports a bucket's changelog positions.
 type BucketOffsets struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -649,7 +758,7 @@ type BucketOffsets struct {
 
 func (x *BucketOffsets) Reset() {
 	*x = BucketOffsets{}
-	mi := &file_setats_proto_msgTypes[5]
+	mi := &file_setats_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -661,7 +770,7 @@ func (x *BucketOffsets) String() string {
 func (*BucketOffsets) ProtoMessage() {}
 
 func (x *BucketOffsets) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[5]
+	mi := &file_setats_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -674,7 +783,7 @@ func (x *BucketOffsets) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BucketOffsets.ProtoReflect.Descriptor instead.
 func (*BucketOffsets) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{5}
+	return file_setats_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *BucketOffsets) GetPartition() string {
@@ -724,14 +833,21 @@ type WriteAck struct {
 	// Commit timestamp (ms) given to the batch's changelog rows.
 	CommitMs int64 `protobuf:"varint,4,opt,name=commit_ms,json=commitMs,proto3" json:"commit_ms,omitempty"`
 	// End offsets of the buckets the batch touched, after the batch.
-	Buckets       []*BucketOffsets `protobuf:"bytes,5,rep,name=buckets,proto3" json:"buckets,omitempty"`
+	Buckets []*BucketOffsets `protobuf:"bytes,5,rep,name=buckets,proto3" json:"buckets,omitempty"`
+	// The batch's (writer_id, sequence) had been applied before: this ack repeats the original's
+	// rows, changelog_rows, commit_ms and buckets, and nothing was applied now.
+	Duplicate bool `protobuf:"varint,6,opt,name=duplicate,proto3" json:"duplicate,omitempty"`
+	// The batch was staged (WriteCommand.staging), not merged: changelog_rows is 0, buckets empty.
+	Staged bool `protobuf:"varint,7,opt,name=staged,proto3" json:"staged,omitempty"`
+	// The batch's sequence (WriteCommand.first_sequence + batch_seq) when writer_id was set.
+	Sequence      int64 `protobuf:"varint,8,opt,name=sequence,proto3" json:"sequence,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *WriteAck) Reset() {
 	*x = WriteAck{}
-	mi := &file_setats_proto_msgTypes[6]
+	mi := &file_setats_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -743,7 +859,7 @@ func (x *WriteAck) String() string {
 func (*WriteAck) ProtoMessage() {}
 
 func (x *WriteAck) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[6]
+	mi := &file_setats_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -756,7 +872,7 @@ func (x *WriteAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteAck.ProtoReflect.Descriptor instead.
 func (*WriteAck) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{6}
+	return file_setats_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *WriteAck) GetBatchSeq() int64 {
@@ -794,6 +910,27 @@ func (x *WriteAck) GetBuckets() []*BucketOffsets {
 	return nil
 }
 
+func (x *WriteAck) GetDuplicate() bool {
+	if x != nil {
+		return x.Duplicate
+	}
+	return false
+}
+
+func (x *WriteAck) GetStaged() bool {
+	if x != nil {
+		return x.Staged
+	}
+	return false
+}
+
+func (x *WriteAck) GetSequence() int64 {
+	if x != nil {
+		return x.Sequence
+	}
+	return 0
+}
+
 // ReadCommand is the FlightDescriptor.cmd of GetFlightInfo and GetSchema. (A PATH descriptor
 // ["db", "table"] or ["table"] means: earliest, not following.) GetFlightInfo answers with the
 // changelog schema and one endpoint per (partition, bucket), whose ticket is a ChangelogTicket.
@@ -820,7 +957,7 @@ type ReadCommand struct {
 
 func (x *ReadCommand) Reset() {
 	*x = ReadCommand{}
-	mi := &file_setats_proto_msgTypes[7]
+	mi := &file_setats_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -832,7 +969,7 @@ func (x *ReadCommand) String() string {
 func (*ReadCommand) ProtoMessage() {}
 
 func (x *ReadCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[7]
+	mi := &file_setats_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -845,7 +982,7 @@ func (x *ReadCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadCommand.ProtoReflect.Descriptor instead.
 func (*ReadCommand) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{7}
+	return file_setats_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ReadCommand) GetCatalog() *CatalogContext {
@@ -976,7 +1113,7 @@ type ChangelogTicket struct {
 
 func (x *ChangelogTicket) Reset() {
 	*x = ChangelogTicket{}
-	mi := &file_setats_proto_msgTypes[8]
+	mi := &file_setats_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -988,7 +1125,7 @@ func (x *ChangelogTicket) String() string {
 func (*ChangelogTicket) ProtoMessage() {}
 
 func (x *ChangelogTicket) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[8]
+	mi := &file_setats_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1001,7 +1138,7 @@ func (x *ChangelogTicket) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChangelogTicket.ProtoReflect.Descriptor instead.
 func (*ChangelogTicket) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{8}
+	return file_setats_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ChangelogTicket) GetCatalog() *CatalogContext {
@@ -1177,7 +1314,7 @@ type SnapshotRead struct {
 
 func (x *SnapshotRead) Reset() {
 	*x = SnapshotRead{}
-	mi := &file_setats_proto_msgTypes[9]
+	mi := &file_setats_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1189,7 +1326,7 @@ func (x *SnapshotRead) String() string {
 func (*SnapshotRead) ProtoMessage() {}
 
 func (x *SnapshotRead) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[9]
+	mi := &file_setats_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1202,7 +1339,7 @@ func (x *SnapshotRead) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotRead.ProtoReflect.Descriptor instead.
 func (*SnapshotRead) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{9}
+	return file_setats_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *SnapshotRead) GetAfterKey() []byte {
@@ -1252,7 +1389,7 @@ type LookupCommand struct {
 
 func (x *LookupCommand) Reset() {
 	*x = LookupCommand{}
-	mi := &file_setats_proto_msgTypes[10]
+	mi := &file_setats_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1264,7 +1401,7 @@ func (x *LookupCommand) String() string {
 func (*LookupCommand) ProtoMessage() {}
 
 func (x *LookupCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[10]
+	mi := &file_setats_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1277,7 +1414,7 @@ func (x *LookupCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LookupCommand.ProtoReflect.Descriptor instead.
 func (*LookupCommand) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{10}
+	return file_setats_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *LookupCommand) GetCatalog() *CatalogContext {
@@ -1316,7 +1453,7 @@ type Empty struct {
 
 func (x *Empty) Reset() {
 	*x = Empty{}
-	mi := &file_setats_proto_msgTypes[11]
+	mi := &file_setats_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1328,7 +1465,7 @@ func (x *Empty) String() string {
 func (*Empty) ProtoMessage() {}
 
 func (x *Empty) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[11]
+	mi := &file_setats_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1341,7 +1478,7 @@ func (x *Empty) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Empty.ProtoReflect.Descriptor instead.
 func (*Empty) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{11}
+	return file_setats_proto_rawDescGZIP(), []int{12}
 }
 
 type GatewayInfo struct {
@@ -1358,7 +1495,7 @@ type GatewayInfo struct {
 
 func (x *GatewayInfo) Reset() {
 	*x = GatewayInfo{}
-	mi := &file_setats_proto_msgTypes[12]
+	mi := &file_setats_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1370,7 +1507,7 @@ func (x *GatewayInfo) String() string {
 func (*GatewayInfo) ProtoMessage() {}
 
 func (x *GatewayInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[12]
+	mi := &file_setats_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1383,7 +1520,7 @@ func (x *GatewayInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GatewayInfo.ProtoReflect.Descriptor instead.
 func (*GatewayInfo) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{12}
+	return file_setats_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *GatewayInfo) GetVersion() string {
@@ -1435,7 +1572,7 @@ type DatabaseRequest struct {
 
 func (x *DatabaseRequest) Reset() {
 	*x = DatabaseRequest{}
-	mi := &file_setats_proto_msgTypes[13]
+	mi := &file_setats_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1447,7 +1584,7 @@ func (x *DatabaseRequest) String() string {
 func (*DatabaseRequest) ProtoMessage() {}
 
 func (x *DatabaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[13]
+	mi := &file_setats_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1460,7 +1597,7 @@ func (x *DatabaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DatabaseRequest.ProtoReflect.Descriptor instead.
 func (*DatabaseRequest) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{13}
+	return file_setats_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *DatabaseRequest) GetCatalog() *CatalogContext {
@@ -1500,7 +1637,7 @@ type ListDatabasesRequest struct {
 
 func (x *ListDatabasesRequest) Reset() {
 	*x = ListDatabasesRequest{}
-	mi := &file_setats_proto_msgTypes[14]
+	mi := &file_setats_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1512,7 +1649,7 @@ func (x *ListDatabasesRequest) String() string {
 func (*ListDatabasesRequest) ProtoMessage() {}
 
 func (x *ListDatabasesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[14]
+	mi := &file_setats_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1525,7 +1662,7 @@ func (x *ListDatabasesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDatabasesRequest.ProtoReflect.Descriptor instead.
 func (*ListDatabasesRequest) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{14}
+	return file_setats_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ListDatabasesRequest) GetCatalog() *CatalogContext {
@@ -1544,7 +1681,7 @@ type ListDatabasesResponse struct {
 
 func (x *ListDatabasesResponse) Reset() {
 	*x = ListDatabasesResponse{}
-	mi := &file_setats_proto_msgTypes[15]
+	mi := &file_setats_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1556,7 +1693,7 @@ func (x *ListDatabasesResponse) String() string {
 func (*ListDatabasesResponse) ProtoMessage() {}
 
 func (x *ListDatabasesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[15]
+	mi := &file_setats_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1569,7 +1706,7 @@ func (x *ListDatabasesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDatabasesResponse.ProtoReflect.Descriptor instead.
 func (*ListDatabasesResponse) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{15}
+	return file_setats_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ListDatabasesResponse) GetDatabases() []string {
@@ -1593,7 +1730,7 @@ type CreateTableRequest struct {
 
 func (x *CreateTableRequest) Reset() {
 	*x = CreateTableRequest{}
-	mi := &file_setats_proto_msgTypes[16]
+	mi := &file_setats_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1605,7 +1742,7 @@ func (x *CreateTableRequest) String() string {
 func (*CreateTableRequest) ProtoMessage() {}
 
 func (x *CreateTableRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[16]
+	mi := &file_setats_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1618,7 +1755,7 @@ func (x *CreateTableRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTableRequest.ProtoReflect.Descriptor instead.
 func (*CreateTableRequest) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{16}
+	return file_setats_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *CreateTableRequest) GetCatalog() *CatalogContext {
@@ -1662,7 +1799,7 @@ type TableRequest struct {
 
 func (x *TableRequest) Reset() {
 	*x = TableRequest{}
-	mi := &file_setats_proto_msgTypes[17]
+	mi := &file_setats_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1674,7 +1811,7 @@ func (x *TableRequest) String() string {
 func (*TableRequest) ProtoMessage() {}
 
 func (x *TableRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[17]
+	mi := &file_setats_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1687,7 +1824,7 @@ func (x *TableRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TableRequest.ProtoReflect.Descriptor instead.
 func (*TableRequest) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{17}
+	return file_setats_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *TableRequest) GetCatalog() *CatalogContext {
@@ -1728,7 +1865,7 @@ type ListTablesRequest struct {
 
 func (x *ListTablesRequest) Reset() {
 	*x = ListTablesRequest{}
-	mi := &file_setats_proto_msgTypes[18]
+	mi := &file_setats_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1740,7 +1877,7 @@ func (x *ListTablesRequest) String() string {
 func (*ListTablesRequest) ProtoMessage() {}
 
 func (x *ListTablesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[18]
+	mi := &file_setats_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1753,7 +1890,7 @@ func (x *ListTablesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTablesRequest.ProtoReflect.Descriptor instead.
 func (*ListTablesRequest) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{18}
+	return file_setats_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ListTablesRequest) GetCatalog() *CatalogContext {
@@ -1779,7 +1916,7 @@ type ListTablesResponse struct {
 
 func (x *ListTablesResponse) Reset() {
 	*x = ListTablesResponse{}
-	mi := &file_setats_proto_msgTypes[19]
+	mi := &file_setats_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1791,7 +1928,7 @@ func (x *ListTablesResponse) String() string {
 func (*ListTablesResponse) ProtoMessage() {}
 
 func (x *ListTablesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[19]
+	mi := &file_setats_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1804,7 +1941,7 @@ func (x *ListTablesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTablesResponse.ProtoReflect.Descriptor instead.
 func (*ListTablesResponse) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{19}
+	return file_setats_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ListTablesResponse) GetTables() []string {
@@ -1824,7 +1961,7 @@ type ListBucketsResponse struct {
 
 func (x *ListBucketsResponse) Reset() {
 	*x = ListBucketsResponse{}
-	mi := &file_setats_proto_msgTypes[20]
+	mi := &file_setats_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1836,7 +1973,7 @@ func (x *ListBucketsResponse) String() string {
 func (*ListBucketsResponse) ProtoMessage() {}
 
 func (x *ListBucketsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[20]
+	mi := &file_setats_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1849,7 +1986,7 @@ func (x *ListBucketsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListBucketsResponse.ProtoReflect.Descriptor instead.
 func (*ListBucketsResponse) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{20}
+	return file_setats_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ListBucketsResponse) GetBuckets() []*BucketOffsets {
@@ -1876,7 +2013,7 @@ type LookupOffsetsRequest struct {
 
 func (x *LookupOffsetsRequest) Reset() {
 	*x = LookupOffsetsRequest{}
-	mi := &file_setats_proto_msgTypes[21]
+	mi := &file_setats_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1888,7 +2025,7 @@ func (x *LookupOffsetsRequest) String() string {
 func (*LookupOffsetsRequest) ProtoMessage() {}
 
 func (x *LookupOffsetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[21]
+	mi := &file_setats_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1901,7 +2038,7 @@ func (x *LookupOffsetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LookupOffsetsRequest.ProtoReflect.Descriptor instead.
 func (*LookupOffsetsRequest) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{21}
+	return file_setats_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *LookupOffsetsRequest) GetCatalog() *CatalogContext {
@@ -1981,7 +2118,7 @@ type ResolvedOffset struct {
 
 func (x *ResolvedOffset) Reset() {
 	*x = ResolvedOffset{}
-	mi := &file_setats_proto_msgTypes[22]
+	mi := &file_setats_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1993,7 +2130,7 @@ func (x *ResolvedOffset) String() string {
 func (*ResolvedOffset) ProtoMessage() {}
 
 func (x *ResolvedOffset) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[22]
+	mi := &file_setats_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2006,7 +2143,7 @@ func (x *ResolvedOffset) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolvedOffset.ProtoReflect.Descriptor instead.
 func (*ResolvedOffset) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{22}
+	return file_setats_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ResolvedOffset) GetPartition() string {
@@ -2046,7 +2183,7 @@ type LookupOffsetsResponse struct {
 
 func (x *LookupOffsetsResponse) Reset() {
 	*x = LookupOffsetsResponse{}
-	mi := &file_setats_proto_msgTypes[23]
+	mi := &file_setats_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2058,7 +2195,7 @@ func (x *LookupOffsetsResponse) String() string {
 func (*LookupOffsetsResponse) ProtoMessage() {}
 
 func (x *LookupOffsetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[23]
+	mi := &file_setats_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2071,7 +2208,7 @@ func (x *LookupOffsetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LookupOffsetsResponse.ProtoReflect.Descriptor instead.
 func (*LookupOffsetsResponse) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{23}
+	return file_setats_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *LookupOffsetsResponse) GetOffsets() []*ResolvedOffset {
@@ -2095,7 +2232,7 @@ type WatchRequest struct {
 
 func (x *WatchRequest) Reset() {
 	*x = WatchRequest{}
-	mi := &file_setats_proto_msgTypes[24]
+	mi := &file_setats_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2107,7 +2244,7 @@ func (x *WatchRequest) String() string {
 func (*WatchRequest) ProtoMessage() {}
 
 func (x *WatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[24]
+	mi := &file_setats_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2120,7 +2257,7 @@ func (x *WatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchRequest.ProtoReflect.Descriptor instead.
 func (*WatchRequest) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{24}
+	return file_setats_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *WatchRequest) GetCatalog() *CatalogContext {
@@ -2162,7 +2299,7 @@ type Notification struct {
 
 func (x *Notification) Reset() {
 	*x = Notification{}
-	mi := &file_setats_proto_msgTypes[25]
+	mi := &file_setats_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2174,7 +2311,7 @@ func (x *Notification) String() string {
 func (*Notification) ProtoMessage() {}
 
 func (x *Notification) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[25]
+	mi := &file_setats_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2187,7 +2324,7 @@ func (x *Notification) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Notification.ProtoReflect.Descriptor instead.
 func (*Notification) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{25}
+	return file_setats_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Notification) GetKind() NotificationKind {
@@ -2267,7 +2404,7 @@ type SlotRequest struct {
 
 func (x *SlotRequest) Reset() {
 	*x = SlotRequest{}
-	mi := &file_setats_proto_msgTypes[26]
+	mi := &file_setats_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2279,7 +2416,7 @@ func (x *SlotRequest) String() string {
 func (*SlotRequest) ProtoMessage() {}
 
 func (x *SlotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[26]
+	mi := &file_setats_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2292,7 +2429,7 @@ func (x *SlotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SlotRequest.ProtoReflect.Descriptor instead.
 func (*SlotRequest) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{26}
+	return file_setats_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *SlotRequest) GetCatalog() *CatalogContext {
@@ -2363,7 +2500,7 @@ type AcquireSlotRequest struct {
 
 func (x *AcquireSlotRequest) Reset() {
 	*x = AcquireSlotRequest{}
-	mi := &file_setats_proto_msgTypes[27]
+	mi := &file_setats_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2375,7 +2512,7 @@ func (x *AcquireSlotRequest) String() string {
 func (*AcquireSlotRequest) ProtoMessage() {}
 
 func (x *AcquireSlotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[27]
+	mi := &file_setats_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2388,7 +2525,7 @@ func (x *AcquireSlotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AcquireSlotRequest.ProtoReflect.Descriptor instead.
 func (*AcquireSlotRequest) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{27}
+	return file_setats_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *AcquireSlotRequest) GetCatalog() *CatalogContext {
@@ -2452,7 +2589,7 @@ type SyncPointPosition struct {
 
 func (x *SyncPointPosition) Reset() {
 	*x = SyncPointPosition{}
-	mi := &file_setats_proto_msgTypes[28]
+	mi := &file_setats_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2464,7 +2601,7 @@ func (x *SyncPointPosition) String() string {
 func (*SyncPointPosition) ProtoMessage() {}
 
 func (x *SyncPointPosition) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[28]
+	mi := &file_setats_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2477,7 +2614,7 @@ func (x *SyncPointPosition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SyncPointPosition.ProtoReflect.Descriptor instead.
 func (*SyncPointPosition) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{28}
+	return file_setats_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *SyncPointPosition) GetPartition() string {
@@ -2519,7 +2656,7 @@ type RegisterSyncPointRequest struct {
 
 func (x *RegisterSyncPointRequest) Reset() {
 	*x = RegisterSyncPointRequest{}
-	mi := &file_setats_proto_msgTypes[29]
+	mi := &file_setats_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2531,7 +2668,7 @@ func (x *RegisterSyncPointRequest) String() string {
 func (*RegisterSyncPointRequest) ProtoMessage() {}
 
 func (x *RegisterSyncPointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[29]
+	mi := &file_setats_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2544,7 +2681,7 @@ func (x *RegisterSyncPointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterSyncPointRequest.ProtoReflect.Descriptor instead.
 func (*RegisterSyncPointRequest) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{29}
+	return file_setats_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *RegisterSyncPointRequest) GetCatalog() *CatalogContext {
@@ -2611,7 +2748,7 @@ type SlotBucket struct {
 
 func (x *SlotBucket) Reset() {
 	*x = SlotBucket{}
-	mi := &file_setats_proto_msgTypes[30]
+	mi := &file_setats_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2623,7 +2760,7 @@ func (x *SlotBucket) String() string {
 func (*SlotBucket) ProtoMessage() {}
 
 func (x *SlotBucket) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[30]
+	mi := &file_setats_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2636,7 +2773,7 @@ func (x *SlotBucket) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SlotBucket.ProtoReflect.Descriptor instead.
 func (*SlotBucket) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{30}
+	return file_setats_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *SlotBucket) GetPartition() string {
@@ -2706,7 +2843,7 @@ type SlotInfo struct {
 
 func (x *SlotInfo) Reset() {
 	*x = SlotInfo{}
-	mi := &file_setats_proto_msgTypes[31]
+	mi := &file_setats_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2718,7 +2855,7 @@ func (x *SlotInfo) String() string {
 func (*SlotInfo) ProtoMessage() {}
 
 func (x *SlotInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[31]
+	mi := &file_setats_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2731,7 +2868,7 @@ func (x *SlotInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SlotInfo.ProtoReflect.Descriptor instead.
 func (*SlotInfo) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{31}
+	return file_setats_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *SlotInfo) GetName() string {
@@ -2813,7 +2950,7 @@ type ListSlotsResponse struct {
 
 func (x *ListSlotsResponse) Reset() {
 	*x = ListSlotsResponse{}
-	mi := &file_setats_proto_msgTypes[32]
+	mi := &file_setats_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2825,7 +2962,7 @@ func (x *ListSlotsResponse) String() string {
 func (*ListSlotsResponse) ProtoMessage() {}
 
 func (x *ListSlotsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[32]
+	mi := &file_setats_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2838,7 +2975,7 @@ func (x *ListSlotsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSlotsResponse.ProtoReflect.Descriptor instead.
 func (*ListSlotsResponse) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{32}
+	return file_setats_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ListSlotsResponse) GetSlots() []*SlotInfo {
@@ -2866,7 +3003,7 @@ type BucketSyncPoint struct {
 
 func (x *BucketSyncPoint) Reset() {
 	*x = BucketSyncPoint{}
-	mi := &file_setats_proto_msgTypes[33]
+	mi := &file_setats_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2878,7 +3015,7 @@ func (x *BucketSyncPoint) String() string {
 func (*BucketSyncPoint) ProtoMessage() {}
 
 func (x *BucketSyncPoint) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[33]
+	mi := &file_setats_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2891,7 +3028,7 @@ func (x *BucketSyncPoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BucketSyncPoint.ProtoReflect.Descriptor instead.
 func (*BucketSyncPoint) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{33}
+	return file_setats_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *BucketSyncPoint) GetPartition() string {
@@ -2940,7 +3077,7 @@ type SyncPointResponse struct {
 
 func (x *SyncPointResponse) Reset() {
 	*x = SyncPointResponse{}
-	mi := &file_setats_proto_msgTypes[34]
+	mi := &file_setats_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2952,7 +3089,7 @@ func (x *SyncPointResponse) String() string {
 func (*SyncPointResponse) ProtoMessage() {}
 
 func (x *SyncPointResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[34]
+	mi := &file_setats_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2965,7 +3102,7 @@ func (x *SyncPointResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SyncPointResponse.ProtoReflect.Descriptor instead.
 func (*SyncPointResponse) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{34}
+	return file_setats_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *SyncPointResponse) GetSlot() string {
@@ -3004,7 +3141,7 @@ type BucketConsumed struct {
 
 func (x *BucketConsumed) Reset() {
 	*x = BucketConsumed{}
-	mi := &file_setats_proto_msgTypes[35]
+	mi := &file_setats_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3016,7 +3153,7 @@ func (x *BucketConsumed) String() string {
 func (*BucketConsumed) ProtoMessage() {}
 
 func (x *BucketConsumed) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[35]
+	mi := &file_setats_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3029,7 +3166,7 @@ func (x *BucketConsumed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BucketConsumed.ProtoReflect.Descriptor instead.
 func (*BucketConsumed) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{35}
+	return file_setats_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *BucketConsumed) GetPartition() string {
@@ -3079,7 +3216,7 @@ type ConsumedResponse struct {
 
 func (x *ConsumedResponse) Reset() {
 	*x = ConsumedResponse{}
-	mi := &file_setats_proto_msgTypes[36]
+	mi := &file_setats_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3091,7 +3228,7 @@ func (x *ConsumedResponse) String() string {
 func (*ConsumedResponse) ProtoMessage() {}
 
 func (x *ConsumedResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[36]
+	mi := &file_setats_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3104,7 +3241,7 @@ func (x *ConsumedResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConsumedResponse.ProtoReflect.Descriptor instead.
 func (*ConsumedResponse) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{36}
+	return file_setats_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ConsumedResponse) GetConsumed() bool {
@@ -3151,7 +3288,7 @@ type ProgressRow struct {
 
 func (x *ProgressRow) Reset() {
 	*x = ProgressRow{}
-	mi := &file_setats_proto_msgTypes[37]
+	mi := &file_setats_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3163,7 +3300,7 @@ func (x *ProgressRow) String() string {
 func (*ProgressRow) ProtoMessage() {}
 
 func (x *ProgressRow) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[37]
+	mi := &file_setats_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3176,7 +3313,7 @@ func (x *ProgressRow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProgressRow.ProtoReflect.Descriptor instead.
 func (*ProgressRow) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{37}
+	return file_setats_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ProgressRow) GetSlot() string {
@@ -3286,7 +3423,7 @@ type ProgressResponse struct {
 
 func (x *ProgressResponse) Reset() {
 	*x = ProgressResponse{}
-	mi := &file_setats_proto_msgTypes[38]
+	mi := &file_setats_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3298,7 +3435,7 @@ func (x *ProgressResponse) String() string {
 func (*ProgressResponse) ProtoMessage() {}
 
 func (x *ProgressResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[38]
+	mi := &file_setats_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3311,7 +3448,7 @@ func (x *ProgressResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProgressResponse.ProtoReflect.Descriptor instead.
 func (*ProgressResponse) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{38}
+	return file_setats_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ProgressResponse) GetRows() []*ProgressRow {
@@ -3337,7 +3474,7 @@ type ConsumerCredentials struct {
 
 func (x *ConsumerCredentials) Reset() {
 	*x = ConsumerCredentials{}
-	mi := &file_setats_proto_msgTypes[39]
+	mi := &file_setats_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3349,7 +3486,7 @@ func (x *ConsumerCredentials) String() string {
 func (*ConsumerCredentials) ProtoMessage() {}
 
 func (x *ConsumerCredentials) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[39]
+	mi := &file_setats_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3362,7 +3499,7 @@ func (x *ConsumerCredentials) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConsumerCredentials.ProtoReflect.Descriptor instead.
 func (*ConsumerCredentials) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{39}
+	return file_setats_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ConsumerCredentials) GetGroup() string {
@@ -3418,7 +3555,7 @@ type ChannelTicket struct {
 
 func (x *ChannelTicket) Reset() {
 	*x = ChannelTicket{}
-	mi := &file_setats_proto_msgTypes[40]
+	mi := &file_setats_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3430,7 +3567,7 @@ func (x *ChannelTicket) String() string {
 func (*ChannelTicket) ProtoMessage() {}
 
 func (x *ChannelTicket) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[40]
+	mi := &file_setats_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3443,7 +3580,7 @@ func (x *ChannelTicket) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChannelTicket.ProtoReflect.Descriptor instead.
 func (*ChannelTicket) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{40}
+	return file_setats_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ChannelTicket) GetChannel() string {
@@ -3567,7 +3704,7 @@ type CreateChannelRequest struct {
 
 func (x *CreateChannelRequest) Reset() {
 	*x = CreateChannelRequest{}
-	mi := &file_setats_proto_msgTypes[41]
+	mi := &file_setats_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3579,7 +3716,7 @@ func (x *CreateChannelRequest) String() string {
 func (*CreateChannelRequest) ProtoMessage() {}
 
 func (x *CreateChannelRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[41]
+	mi := &file_setats_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3592,7 +3729,7 @@ func (x *CreateChannelRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateChannelRequest.ProtoReflect.Descriptor instead.
 func (*CreateChannelRequest) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{41}
+	return file_setats_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *CreateChannelRequest) GetChannel() string {
@@ -3654,7 +3791,7 @@ type ChannelRequest struct {
 
 func (x *ChannelRequest) Reset() {
 	*x = ChannelRequest{}
-	mi := &file_setats_proto_msgTypes[42]
+	mi := &file_setats_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3666,7 +3803,7 @@ func (x *ChannelRequest) String() string {
 func (*ChannelRequest) ProtoMessage() {}
 
 func (x *ChannelRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[42]
+	mi := &file_setats_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3679,7 +3816,7 @@ func (x *ChannelRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChannelRequest.ProtoReflect.Descriptor instead.
 func (*ChannelRequest) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{42}
+	return file_setats_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ChannelRequest) GetChannel() string {
@@ -3722,7 +3859,7 @@ type ChannelInfo struct {
 
 func (x *ChannelInfo) Reset() {
 	*x = ChannelInfo{}
-	mi := &file_setats_proto_msgTypes[43]
+	mi := &file_setats_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3734,7 +3871,7 @@ func (x *ChannelInfo) String() string {
 func (*ChannelInfo) ProtoMessage() {}
 
 func (x *ChannelInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[43]
+	mi := &file_setats_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3747,7 +3884,7 @@ func (x *ChannelInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChannelInfo.ProtoReflect.Descriptor instead.
 func (*ChannelInfo) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{43}
+	return file_setats_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ChannelInfo) GetChannel() string {
@@ -3863,7 +4000,7 @@ type ListChannelsRequest struct {
 
 func (x *ListChannelsRequest) Reset() {
 	*x = ListChannelsRequest{}
-	mi := &file_setats_proto_msgTypes[44]
+	mi := &file_setats_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3875,7 +4012,7 @@ func (x *ListChannelsRequest) String() string {
 func (*ListChannelsRequest) ProtoMessage() {}
 
 func (x *ListChannelsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[44]
+	mi := &file_setats_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3888,7 +4025,7 @@ func (x *ListChannelsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListChannelsRequest.ProtoReflect.Descriptor instead.
 func (*ListChannelsRequest) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{44}
+	return file_setats_proto_rawDescGZIP(), []int{45}
 }
 
 type ListChannelsResponse struct {
@@ -3900,7 +4037,7 @@ type ListChannelsResponse struct {
 
 func (x *ListChannelsResponse) Reset() {
 	*x = ListChannelsResponse{}
-	mi := &file_setats_proto_msgTypes[45]
+	mi := &file_setats_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3912,7 +4049,7 @@ func (x *ListChannelsResponse) String() string {
 func (*ListChannelsResponse) ProtoMessage() {}
 
 func (x *ListChannelsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[45]
+	mi := &file_setats_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3925,7 +4062,7 @@ func (x *ListChannelsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListChannelsResponse.ProtoReflect.Descriptor instead.
 func (*ListChannelsResponse) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{45}
+	return file_setats_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ListChannelsResponse) GetChannels() []*ChannelInfo {
@@ -3947,7 +4084,7 @@ type CreateGroupRequest struct {
 
 func (x *CreateGroupRequest) Reset() {
 	*x = CreateGroupRequest{}
-	mi := &file_setats_proto_msgTypes[46]
+	mi := &file_setats_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3959,7 +4096,7 @@ func (x *CreateGroupRequest) String() string {
 func (*CreateGroupRequest) ProtoMessage() {}
 
 func (x *CreateGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[46]
+	mi := &file_setats_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3972,7 +4109,7 @@ func (x *CreateGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateGroupRequest.ProtoReflect.Descriptor instead.
 func (*CreateGroupRequest) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{46}
+	return file_setats_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *CreateGroupRequest) GetChannel() string {
@@ -4018,7 +4155,7 @@ type GroupInfo struct {
 
 func (x *GroupInfo) Reset() {
 	*x = GroupInfo{}
-	mi := &file_setats_proto_msgTypes[47]
+	mi := &file_setats_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4030,7 +4167,7 @@ func (x *GroupInfo) String() string {
 func (*GroupInfo) ProtoMessage() {}
 
 func (x *GroupInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[47]
+	mi := &file_setats_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4043,7 +4180,7 @@ func (x *GroupInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupInfo.ProtoReflect.Descriptor instead.
 func (*GroupInfo) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{47}
+	return file_setats_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *GroupInfo) GetChannel() string {
@@ -4097,7 +4234,7 @@ type ListGroupsResponse struct {
 
 func (x *ListGroupsResponse) Reset() {
 	*x = ListGroupsResponse{}
-	mi := &file_setats_proto_msgTypes[48]
+	mi := &file_setats_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4109,7 +4246,7 @@ func (x *ListGroupsResponse) String() string {
 func (*ListGroupsResponse) ProtoMessage() {}
 
 func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[48]
+	mi := &file_setats_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4122,7 +4259,7 @@ func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGroupsResponse.ProtoReflect.Descriptor instead.
 func (*ListGroupsResponse) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{48}
+	return file_setats_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ListGroupsResponse) GetGroups() []*GroupInfo {
@@ -4149,7 +4286,7 @@ type SeekRequest struct {
 
 func (x *SeekRequest) Reset() {
 	*x = SeekRequest{}
-	mi := &file_setats_proto_msgTypes[49]
+	mi := &file_setats_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4161,7 +4298,7 @@ func (x *SeekRequest) String() string {
 func (*SeekRequest) ProtoMessage() {}
 
 func (x *SeekRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[49]
+	mi := &file_setats_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4174,7 +4311,7 @@ func (x *SeekRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeekRequest.ProtoReflect.Descriptor instead.
 func (*SeekRequest) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{49}
+	return file_setats_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *SeekRequest) GetChannel() string {
@@ -4260,7 +4397,7 @@ type SeekResponse struct {
 
 func (x *SeekResponse) Reset() {
 	*x = SeekResponse{}
-	mi := &file_setats_proto_msgTypes[50]
+	mi := &file_setats_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4272,7 +4409,7 @@ func (x *SeekResponse) String() string {
 func (*SeekResponse) ProtoMessage() {}
 
 func (x *SeekResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[50]
+	mi := &file_setats_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4285,7 +4422,7 @@ func (x *SeekResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeekResponse.ProtoReflect.Descriptor instead.
 func (*SeekResponse) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{50}
+	return file_setats_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *SeekResponse) GetId() int64 {
@@ -4323,7 +4460,7 @@ type CommitRequest struct {
 
 func (x *CommitRequest) Reset() {
 	*x = CommitRequest{}
-	mi := &file_setats_proto_msgTypes[51]
+	mi := &file_setats_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4335,7 +4472,7 @@ func (x *CommitRequest) String() string {
 func (*CommitRequest) ProtoMessage() {}
 
 func (x *CommitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[51]
+	mi := &file_setats_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4348,7 +4485,7 @@ func (x *CommitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitRequest.ProtoReflect.Descriptor instead.
 func (*CommitRequest) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{51}
+	return file_setats_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *CommitRequest) GetChannel() string {
@@ -4384,6 +4521,335 @@ func (x *CommitRequest) GetClusterId() string {
 		return x.ClusterId
 	}
 	return ""
+}
+
+// AbortStagedRequest is the body of abort-staged: a sink subtask starts (or restores) staging.
+// Staged rows of (commit_user, subtask) for checkpoints after restored_checkpoint_id are dropped,
+// the committed checkpoint of (commit_user, subtask) is lowered to restored_checkpoint_id when it
+// is higher (a restore from an older checkpoint), the epoch is raised (earlier writers are fenced
+// off) and the transaction timeout is recorded.
+type AbortStagedRequest struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Catalog    *CatalogContext        `protobuf:"bytes,1,opt,name=catalog,proto3" json:"catalog,omitempty"`
+	Database   string                 `protobuf:"bytes,2,opt,name=database,proto3" json:"database,omitempty"`
+	Table      string                 `protobuf:"bytes,3,opt,name=table,proto3" json:"table,omitempty"`
+	CommitUser string                 `protobuf:"bytes,4,opt,name=commit_user,json=commitUser,proto3" json:"commit_user,omitempty"`
+	Subtask    int32                  `protobuf:"varint,5,opt,name=subtask,proto3" json:"subtask,omitempty"`
+	// Checkpoint the job restored from; 0 for a fresh start (every staged row is dropped).
+	RestoredCheckpointId int64 `protobuf:"varint,6,opt,name=restored_checkpoint_id,json=restoredCheckpointId,proto3" json:"restored_checkpoint_id,omitempty"`
+	// Staged rows of (commit_user, subtask) not written to for this long expire (ms, > 0; default
+	// 3600000 = 1 h, the sink's sink.transaction-timeout).
+	TransactionTimeoutMs int64 `protobuf:"varint,7,opt,name=transaction_timeout_ms,json=transactionTimeoutMs,proto3" json:"transaction_timeout_ms,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
+}
+
+func (x *AbortStagedRequest) Reset() {
+	*x = AbortStagedRequest{}
+	mi := &file_setats_proto_msgTypes[53]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AbortStagedRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AbortStagedRequest) ProtoMessage() {}
+
+func (x *AbortStagedRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_setats_proto_msgTypes[53]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AbortStagedRequest.ProtoReflect.Descriptor instead.
+func (*AbortStagedRequest) Descriptor() ([]byte, []int) {
+	return file_setats_proto_rawDescGZIP(), []int{53}
+}
+
+func (x *AbortStagedRequest) GetCatalog() *CatalogContext {
+	if x != nil {
+		return x.Catalog
+	}
+	return nil
+}
+
+func (x *AbortStagedRequest) GetDatabase() string {
+	if x != nil {
+		return x.Database
+	}
+	return ""
+}
+
+func (x *AbortStagedRequest) GetTable() string {
+	if x != nil {
+		return x.Table
+	}
+	return ""
+}
+
+func (x *AbortStagedRequest) GetCommitUser() string {
+	if x != nil {
+		return x.CommitUser
+	}
+	return ""
+}
+
+func (x *AbortStagedRequest) GetSubtask() int32 {
+	if x != nil {
+		return x.Subtask
+	}
+	return 0
+}
+
+func (x *AbortStagedRequest) GetRestoredCheckpointId() int64 {
+	if x != nil {
+		return x.RestoredCheckpointId
+	}
+	return 0
+}
+
+func (x *AbortStagedRequest) GetTransactionTimeoutMs() int64 {
+	if x != nil {
+		return x.TransactionTimeoutMs
+	}
+	return 0
+}
+
+// AbortStagedResponse answers abort-staged.
+type AbortStagedResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The epoch DoPut StagingTarget.epoch must carry from now on.
+	Epoch         int64 `protobuf:"varint,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	DroppedRows   int64 `protobuf:"varint,2,opt,name=dropped_rows,json=droppedRows,proto3" json:"dropped_rows,omitempty"`
+	DroppedBytes  int64 `protobuf:"varint,3,opt,name=dropped_bytes,json=droppedBytes,proto3" json:"dropped_bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AbortStagedResponse) Reset() {
+	*x = AbortStagedResponse{}
+	mi := &file_setats_proto_msgTypes[54]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AbortStagedResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AbortStagedResponse) ProtoMessage() {}
+
+func (x *AbortStagedResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_setats_proto_msgTypes[54]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AbortStagedResponse.ProtoReflect.Descriptor instead.
+func (*AbortStagedResponse) Descriptor() ([]byte, []int) {
+	return file_setats_proto_rawDescGZIP(), []int{54}
+}
+
+func (x *AbortStagedResponse) GetEpoch() int64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *AbortStagedResponse) GetDroppedRows() int64 {
+	if x != nil {
+		return x.DroppedRows
+	}
+	return 0
+}
+
+func (x *AbortStagedResponse) GetDroppedBytes() int64 {
+	if x != nil {
+		return x.DroppedBytes
+	}
+	return 0
+}
+
+// CommitStagedRequest is the body of commit-staged: merge the staged rows of (commit_user,
+// subtask) for every checkpoint <= checkpoint_id, in the order they were staged, in one atomic
+// batch that also records checkpoint_id as committed for (commit_user, subtask) and for
+// (commit_user, bucket) of each bucket touched. Committing a checkpoint <= the committed one is a
+// no-op (already_committed). A checkpoint that was never committed and has no staged rows is
+// FailedPrecondition (the rows expired after the transaction timeout or were dropped).
+type CommitStagedRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Catalog       *CatalogContext        `protobuf:"bytes,1,opt,name=catalog,proto3" json:"catalog,omitempty"`
+	Database      string                 `protobuf:"bytes,2,opt,name=database,proto3" json:"database,omitempty"`
+	Table         string                 `protobuf:"bytes,3,opt,name=table,proto3" json:"table,omitempty"`
+	CommitUser    string                 `protobuf:"bytes,4,opt,name=commit_user,json=commitUser,proto3" json:"commit_user,omitempty"`
+	Subtask       int32                  `protobuf:"varint,5,opt,name=subtask,proto3" json:"subtask,omitempty"`
+	CheckpointId  int64                  `protobuf:"varint,6,opt,name=checkpoint_id,json=checkpointId,proto3" json:"checkpoint_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CommitStagedRequest) Reset() {
+	*x = CommitStagedRequest{}
+	mi := &file_setats_proto_msgTypes[55]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CommitStagedRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CommitStagedRequest) ProtoMessage() {}
+
+func (x *CommitStagedRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_setats_proto_msgTypes[55]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CommitStagedRequest.ProtoReflect.Descriptor instead.
+func (*CommitStagedRequest) Descriptor() ([]byte, []int) {
+	return file_setats_proto_rawDescGZIP(), []int{55}
+}
+
+func (x *CommitStagedRequest) GetCatalog() *CatalogContext {
+	if x != nil {
+		return x.Catalog
+	}
+	return nil
+}
+
+func (x *CommitStagedRequest) GetDatabase() string {
+	if x != nil {
+		return x.Database
+	}
+	return ""
+}
+
+func (x *CommitStagedRequest) GetTable() string {
+	if x != nil {
+		return x.Table
+	}
+	return ""
+}
+
+func (x *CommitStagedRequest) GetCommitUser() string {
+	if x != nil {
+		return x.CommitUser
+	}
+	return ""
+}
+
+func (x *CommitStagedRequest) GetSubtask() int32 {
+	if x != nil {
+		return x.Subtask
+	}
+	return 0
+}
+
+func (x *CommitStagedRequest) GetCheckpointId() int64 {
+	if x != nil {
+		return x.CheckpointId
+	}
+	return 0
+}
+
+// CommitStagedResponse answers commit-staged, like a WriteAck of the merged rows.
+type CommitStagedResponse struct {
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	AlreadyCommitted bool                   `protobuf:"varint,1,opt,name=already_committed,json=alreadyCommitted,proto3" json:"already_committed,omitempty"`
+	Rows             int64                  `protobuf:"varint,2,opt,name=rows,proto3" json:"rows,omitempty"`
+	ChangelogRows    int64                  `protobuf:"varint,3,opt,name=changelog_rows,json=changelogRows,proto3" json:"changelog_rows,omitempty"`
+	CommitMs         int64                  `protobuf:"varint,4,opt,name=commit_ms,json=commitMs,proto3" json:"commit_ms,omitempty"`
+	Buckets          []*BucketOffsets       `protobuf:"bytes,5,rep,name=buckets,proto3" json:"buckets,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *CommitStagedResponse) Reset() {
+	*x = CommitStagedResponse{}
+	mi := &file_setats_proto_msgTypes[56]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CommitStagedResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CommitStagedResponse) ProtoMessage() {}
+
+func (x *CommitStagedResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_setats_proto_msgTypes[56]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CommitStagedResponse.ProtoReflect.Descriptor instead.
+func (*CommitStagedResponse) Descriptor() ([]byte, []int) {
+	return file_setats_proto_rawDescGZIP(), []int{56}
+}
+
+func (x *CommitStagedResponse) GetAlreadyCommitted() bool {
+	if x != nil {
+		return x.AlreadyCommitted
+	}
+	return false
+}
+
+func (x *CommitStagedResponse) GetRows() int64 {
+	if x != nil {
+		return x.Rows
+	}
+	return 0
+}
+
+func (x *CommitStagedResponse) GetChangelogRows() int64 {
+	if x != nil {
+		return x.ChangelogRows
+	}
+	return 0
+}
+
+func (x *CommitStagedResponse) GetCommitMs() int64 {
+	if x != nil {
+		return x.CommitMs
+	}
+	return 0
+}
+
+func (x *CommitStagedResponse) GetBuckets() []*BucketOffsets {
+	if x != nil {
+		return x.Buckets
+	}
+	return nil
 }
 
 var File_setats_proto protoreflect.FileDescriptor
@@ -4423,25 +4889,37 @@ const file_setats_proto_rawDesc = "" +
 	"\x04spec\x18\x01 \x01(\v2\x14.setats.v1.TableSpecR\x04spec\x12\x19\n" +
 	"\btable_id\x18\x02 \x01(\tR\atableId\x12\"\n" +
 	"\rcreated_at_ms\x18\x03 \x01(\x03R\vcreatedAtMs\x12!\n" +
-	"\farrow_schema\x18\x04 \x01(\fR\varrowSchema\"\xb5\x01\n" +
+	"\farrow_schema\x18\x04 \x01(\fR\varrowSchema\"\xad\x02\n" +
 	"\fWriteCommand\x123\n" +
 	"\acatalog\x18\x01 \x01(\v2\x19.setats.v1.CatalogContextR\acatalog\x12\x1a\n" +
 	"\bdatabase\x18\x02 \x01(\tR\bdatabase\x12\x14\n" +
 	"\x05table\x18\x03 \x01(\tR\x05table\x12>\n" +
-	"\x10create_if_absent\x18\x04 \x01(\v2\x14.setats.v1.TableSpecR\x0ecreateIfAbsent\"\xad\x01\n" +
+	"\x10create_if_absent\x18\x04 \x01(\v2\x14.setats.v1.TableSpecR\x0ecreateIfAbsent\x12\x1b\n" +
+	"\twriter_id\x18\x05 \x01(\tR\bwriterId\x12%\n" +
+	"\x0efirst_sequence\x18\x06 \x01(\x03R\rfirstSequence\x122\n" +
+	"\astaging\x18\a \x01(\v2\x18.setats.v1.StagingTargetR\astaging\"\x85\x01\n" +
+	"\rStagingTarget\x12\x1f\n" +
+	"\vcommit_user\x18\x01 \x01(\tR\n" +
+	"commitUser\x12\x18\n" +
+	"\asubtask\x18\x02 \x01(\x05R\asubtask\x12#\n" +
+	"\rcheckpoint_id\x18\x03 \x01(\x03R\fcheckpointId\x12\x14\n" +
+	"\x05epoch\x18\x04 \x01(\x03R\x05epoch\"\xad\x01\n" +
 	"\rBucketOffsets\x12\x1c\n" +
 	"\tpartition\x18\x01 \x01(\tR\tpartition\x12\x16\n" +
 	"\x06bucket\x18\x02 \x01(\x05R\x06bucket\x12!\n" +
 	"\fstart_offset\x18\x03 \x01(\x03R\vstartOffset\x12\x1d\n" +
 	"\n" +
 	"end_offset\x18\x04 \x01(\x03R\tendOffset\x12$\n" +
-	"\x0elast_commit_ms\x18\x05 \x01(\x03R\flastCommitMs\"\xb3\x01\n" +
+	"\x0elast_commit_ms\x18\x05 \x01(\x03R\flastCommitMs\"\x85\x02\n" +
 	"\bWriteAck\x12\x1b\n" +
 	"\tbatch_seq\x18\x01 \x01(\x03R\bbatchSeq\x12\x12\n" +
 	"\x04rows\x18\x02 \x01(\x03R\x04rows\x12%\n" +
 	"\x0echangelog_rows\x18\x03 \x01(\x03R\rchangelogRows\x12\x1b\n" +
 	"\tcommit_ms\x18\x04 \x01(\x03R\bcommitMs\x122\n" +
-	"\abuckets\x18\x05 \x03(\v2\x18.setats.v1.BucketOffsetsR\abuckets\"\xa7\x02\n" +
+	"\abuckets\x18\x05 \x03(\v2\x18.setats.v1.BucketOffsetsR\abuckets\x12\x1c\n" +
+	"\tduplicate\x18\x06 \x01(\bR\tduplicate\x12\x16\n" +
+	"\x06staged\x18\a \x01(\bR\x06staged\x12\x1a\n" +
+	"\bsequence\x18\b \x01(\x03R\bsequence\"\xa7\x02\n" +
 	"\vReadCommand\x123\n" +
 	"\acatalog\x18\x01 \x01(\v2\x19.setats.v1.CatalogContextR\acatalog\x12\x1a\n" +
 	"\bdatabase\x18\x02 \x01(\tR\bdatabase\x12\x14\n" +
@@ -4733,7 +5211,34 @@ const file_setats_proto_rawDesc = "" +
 	"checkpoint\x18\x04 \x01(\tR\n" +
 	"checkpoint\x12\x1d\n" +
 	"\n" +
-	"cluster_id\x18\x05 \x01(\tR\tclusterId*I\n" +
+	"cluster_id\x18\x05 \x01(\tR\tclusterId\"\xa2\x02\n" +
+	"\x12AbortStagedRequest\x123\n" +
+	"\acatalog\x18\x01 \x01(\v2\x19.setats.v1.CatalogContextR\acatalog\x12\x1a\n" +
+	"\bdatabase\x18\x02 \x01(\tR\bdatabase\x12\x14\n" +
+	"\x05table\x18\x03 \x01(\tR\x05table\x12\x1f\n" +
+	"\vcommit_user\x18\x04 \x01(\tR\n" +
+	"commitUser\x12\x18\n" +
+	"\asubtask\x18\x05 \x01(\x05R\asubtask\x124\n" +
+	"\x16restored_checkpoint_id\x18\x06 \x01(\x03R\x14restoredCheckpointId\x124\n" +
+	"\x16transaction_timeout_ms\x18\a \x01(\x03R\x14transactionTimeoutMs\"s\n" +
+	"\x13AbortStagedResponse\x12\x14\n" +
+	"\x05epoch\x18\x01 \x01(\x03R\x05epoch\x12!\n" +
+	"\fdropped_rows\x18\x02 \x01(\x03R\vdroppedRows\x12#\n" +
+	"\rdropped_bytes\x18\x03 \x01(\x03R\fdroppedBytes\"\xdc\x01\n" +
+	"\x13CommitStagedRequest\x123\n" +
+	"\acatalog\x18\x01 \x01(\v2\x19.setats.v1.CatalogContextR\acatalog\x12\x1a\n" +
+	"\bdatabase\x18\x02 \x01(\tR\bdatabase\x12\x14\n" +
+	"\x05table\x18\x03 \x01(\tR\x05table\x12\x1f\n" +
+	"\vcommit_user\x18\x04 \x01(\tR\n" +
+	"commitUser\x12\x18\n" +
+	"\asubtask\x18\x05 \x01(\x05R\asubtask\x12#\n" +
+	"\rcheckpoint_id\x18\x06 \x01(\x03R\fcheckpointId\"\xcf\x01\n" +
+	"\x14CommitStagedResponse\x12+\n" +
+	"\x11already_committed\x18\x01 \x01(\bR\x10alreadyCommitted\x12\x12\n" +
+	"\x04rows\x18\x02 \x01(\x03R\x04rows\x12%\n" +
+	"\x0echangelog_rows\x18\x03 \x01(\x03R\rchangelogRows\x12\x1b\n" +
+	"\tcommit_ms\x18\x04 \x01(\x03R\bcommitMs\x122\n" +
+	"\abuckets\x18\x05 \x03(\v2\x18.setats.v1.BucketOffsetsR\abuckets*I\n" +
 	"\rStartPosition\x12\x1e\n" +
 	"\x1aSTART_POSITION_UNSPECIFIED\x10\x00\x12\f\n" +
 	"\bEARLIEST\x10\x01\x12\n" +
@@ -4768,7 +5273,7 @@ func file_setats_proto_rawDescGZIP() []byte {
 }
 
 var file_setats_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_setats_proto_msgTypes = make([]protoimpl.MessageInfo, 53)
+var file_setats_proto_msgTypes = make([]protoimpl.MessageInfo, 58)
 var file_setats_proto_goTypes = []any{
 	(StartPosition)(0),               // 0: setats.v1.StartPosition
 	(NotificationKind)(0),            // 1: setats.v1.NotificationKind
@@ -4778,105 +5283,114 @@ var file_setats_proto_goTypes = []any{
 	(*TableSpec)(nil),                // 5: setats.v1.TableSpec
 	(*TableInfo)(nil),                // 6: setats.v1.TableInfo
 	(*WriteCommand)(nil),             // 7: setats.v1.WriteCommand
-	(*BucketOffsets)(nil),            // 8: setats.v1.BucketOffsets
-	(*WriteAck)(nil),                 // 9: setats.v1.WriteAck
-	(*ReadCommand)(nil),              // 10: setats.v1.ReadCommand
-	(*ChangelogTicket)(nil),          // 11: setats.v1.ChangelogTicket
-	(*SnapshotRead)(nil),             // 12: setats.v1.SnapshotRead
-	(*LookupCommand)(nil),            // 13: setats.v1.LookupCommand
-	(*Empty)(nil),                    // 14: setats.v1.Empty
-	(*GatewayInfo)(nil),              // 15: setats.v1.GatewayInfo
-	(*DatabaseRequest)(nil),          // 16: setats.v1.DatabaseRequest
-	(*ListDatabasesRequest)(nil),     // 17: setats.v1.ListDatabasesRequest
-	(*ListDatabasesResponse)(nil),    // 18: setats.v1.ListDatabasesResponse
-	(*CreateTableRequest)(nil),       // 19: setats.v1.CreateTableRequest
-	(*TableRequest)(nil),             // 20: setats.v1.TableRequest
-	(*ListTablesRequest)(nil),        // 21: setats.v1.ListTablesRequest
-	(*ListTablesResponse)(nil),       // 22: setats.v1.ListTablesResponse
-	(*ListBucketsResponse)(nil),      // 23: setats.v1.ListBucketsResponse
-	(*LookupOffsetsRequest)(nil),     // 24: setats.v1.LookupOffsetsRequest
-	(*ResolvedOffset)(nil),           // 25: setats.v1.ResolvedOffset
-	(*LookupOffsetsResponse)(nil),    // 26: setats.v1.LookupOffsetsResponse
-	(*WatchRequest)(nil),             // 27: setats.v1.WatchRequest
-	(*Notification)(nil),             // 28: setats.v1.Notification
-	(*SlotRequest)(nil),              // 29: setats.v1.SlotRequest
-	(*AcquireSlotRequest)(nil),       // 30: setats.v1.AcquireSlotRequest
-	(*SyncPointPosition)(nil),        // 31: setats.v1.SyncPointPosition
-	(*RegisterSyncPointRequest)(nil), // 32: setats.v1.RegisterSyncPointRequest
-	(*SlotBucket)(nil),               // 33: setats.v1.SlotBucket
-	(*SlotInfo)(nil),                 // 34: setats.v1.SlotInfo
-	(*ListSlotsResponse)(nil),        // 35: setats.v1.ListSlotsResponse
-	(*BucketSyncPoint)(nil),          // 36: setats.v1.BucketSyncPoint
-	(*SyncPointResponse)(nil),        // 37: setats.v1.SyncPointResponse
-	(*BucketConsumed)(nil),           // 38: setats.v1.BucketConsumed
-	(*ConsumedResponse)(nil),         // 39: setats.v1.ConsumedResponse
-	(*ProgressRow)(nil),              // 40: setats.v1.ProgressRow
-	(*ProgressResponse)(nil),         // 41: setats.v1.ProgressResponse
-	(*ConsumerCredentials)(nil),      // 42: setats.v1.ConsumerCredentials
-	(*ChannelTicket)(nil),            // 43: setats.v1.ChannelTicket
-	(*CreateChannelRequest)(nil),     // 44: setats.v1.CreateChannelRequest
-	(*ChannelRequest)(nil),           // 45: setats.v1.ChannelRequest
-	(*ChannelInfo)(nil),              // 46: setats.v1.ChannelInfo
-	(*ListChannelsRequest)(nil),      // 47: setats.v1.ListChannelsRequest
-	(*ListChannelsResponse)(nil),     // 48: setats.v1.ListChannelsResponse
-	(*CreateGroupRequest)(nil),       // 49: setats.v1.CreateGroupRequest
-	(*GroupInfo)(nil),                // 50: setats.v1.GroupInfo
-	(*ListGroupsResponse)(nil),       // 51: setats.v1.ListGroupsResponse
-	(*SeekRequest)(nil),              // 52: setats.v1.SeekRequest
-	(*SeekResponse)(nil),             // 53: setats.v1.SeekResponse
-	(*CommitRequest)(nil),            // 54: setats.v1.CommitRequest
-	nil,                              // 55: setats.v1.TableSpec.OptionsEntry
+	(*StagingTarget)(nil),            // 8: setats.v1.StagingTarget
+	(*BucketOffsets)(nil),            // 9: setats.v1.BucketOffsets
+	(*WriteAck)(nil),                 // 10: setats.v1.WriteAck
+	(*ReadCommand)(nil),              // 11: setats.v1.ReadCommand
+	(*ChangelogTicket)(nil),          // 12: setats.v1.ChangelogTicket
+	(*SnapshotRead)(nil),             // 13: setats.v1.SnapshotRead
+	(*LookupCommand)(nil),            // 14: setats.v1.LookupCommand
+	(*Empty)(nil),                    // 15: setats.v1.Empty
+	(*GatewayInfo)(nil),              // 16: setats.v1.GatewayInfo
+	(*DatabaseRequest)(nil),          // 17: setats.v1.DatabaseRequest
+	(*ListDatabasesRequest)(nil),     // 18: setats.v1.ListDatabasesRequest
+	(*ListDatabasesResponse)(nil),    // 19: setats.v1.ListDatabasesResponse
+	(*CreateTableRequest)(nil),       // 20: setats.v1.CreateTableRequest
+	(*TableRequest)(nil),             // 21: setats.v1.TableRequest
+	(*ListTablesRequest)(nil),        // 22: setats.v1.ListTablesRequest
+	(*ListTablesResponse)(nil),       // 23: setats.v1.ListTablesResponse
+	(*ListBucketsResponse)(nil),      // 24: setats.v1.ListBucketsResponse
+	(*LookupOffsetsRequest)(nil),     // 25: setats.v1.LookupOffsetsRequest
+	(*ResolvedOffset)(nil),           // 26: setats.v1.ResolvedOffset
+	(*LookupOffsetsResponse)(nil),    // 27: setats.v1.LookupOffsetsResponse
+	(*WatchRequest)(nil),             // 28: setats.v1.WatchRequest
+	(*Notification)(nil),             // 29: setats.v1.Notification
+	(*SlotRequest)(nil),              // 30: setats.v1.SlotRequest
+	(*AcquireSlotRequest)(nil),       // 31: setats.v1.AcquireSlotRequest
+	(*SyncPointPosition)(nil),        // 32: setats.v1.SyncPointPosition
+	(*RegisterSyncPointRequest)(nil), // 33: setats.v1.RegisterSyncPointRequest
+	(*SlotBucket)(nil),               // 34: setats.v1.SlotBucket
+	(*SlotInfo)(nil),                 // 35: setats.v1.SlotInfo
+	(*ListSlotsResponse)(nil),        // 36: setats.v1.ListSlotsResponse
+	(*BucketSyncPoint)(nil),          // 37: setats.v1.BucketSyncPoint
+	(*SyncPointResponse)(nil),        // 38: setats.v1.SyncPointResponse
+	(*BucketConsumed)(nil),           // 39: setats.v1.BucketConsumed
+	(*ConsumedResponse)(nil),         // 40: setats.v1.ConsumedResponse
+	(*ProgressRow)(nil),              // 41: setats.v1.ProgressRow
+	(*ProgressResponse)(nil),         // 42: setats.v1.ProgressResponse
+	(*ConsumerCredentials)(nil),      // 43: setats.v1.ConsumerCredentials
+	(*ChannelTicket)(nil),            // 44: setats.v1.ChannelTicket
+	(*CreateChannelRequest)(nil),     // 45: setats.v1.CreateChannelRequest
+	(*ChannelRequest)(nil),           // 46: setats.v1.ChannelRequest
+	(*ChannelInfo)(nil),              // 47: setats.v1.ChannelInfo
+	(*ListChannelsRequest)(nil),      // 48: setats.v1.ListChannelsRequest
+	(*ListChannelsResponse)(nil),     // 49: setats.v1.ListChannelsResponse
+	(*CreateGroupRequest)(nil),       // 50: setats.v1.CreateGroupRequest
+	(*GroupInfo)(nil),                // 51: setats.v1.GroupInfo
+	(*ListGroupsResponse)(nil),       // 52: setats.v1.ListGroupsResponse
+	(*SeekRequest)(nil),              // 53: setats.v1.SeekRequest
+	(*SeekResponse)(nil),             // 54: setats.v1.SeekResponse
+	(*CommitRequest)(nil),            // 55: setats.v1.CommitRequest
+	(*AbortStagedRequest)(nil),       // 56: setats.v1.AbortStagedRequest
+	(*AbortStagedResponse)(nil),      // 57: setats.v1.AbortStagedResponse
+	(*CommitStagedRequest)(nil),      // 58: setats.v1.CommitStagedRequest
+	(*CommitStagedResponse)(nil),     // 59: setats.v1.CommitStagedResponse
+	nil,                              // 60: setats.v1.TableSpec.OptionsEntry
 }
 var file_setats_proto_depIdxs = []int32{
 	4,  // 0: setats.v1.TableSpec.columns:type_name -> setats.v1.Column
-	55, // 1: setats.v1.TableSpec.options:type_name -> setats.v1.TableSpec.OptionsEntry
+	60, // 1: setats.v1.TableSpec.options:type_name -> setats.v1.TableSpec.OptionsEntry
 	5,  // 2: setats.v1.TableInfo.spec:type_name -> setats.v1.TableSpec
 	3,  // 3: setats.v1.WriteCommand.catalog:type_name -> setats.v1.CatalogContext
 	5,  // 4: setats.v1.WriteCommand.create_if_absent:type_name -> setats.v1.TableSpec
-	8,  // 5: setats.v1.WriteAck.buckets:type_name -> setats.v1.BucketOffsets
-	3,  // 6: setats.v1.ReadCommand.catalog:type_name -> setats.v1.CatalogContext
-	0,  // 7: setats.v1.ReadCommand.position:type_name -> setats.v1.StartPosition
-	12, // 8: setats.v1.ReadCommand.snapshot:type_name -> setats.v1.SnapshotRead
-	3,  // 9: setats.v1.ChangelogTicket.catalog:type_name -> setats.v1.CatalogContext
-	0,  // 10: setats.v1.ChangelogTicket.position:type_name -> setats.v1.StartPosition
-	12, // 11: setats.v1.ChangelogTicket.snapshot:type_name -> setats.v1.SnapshotRead
-	43, // 12: setats.v1.ChangelogTicket.channel:type_name -> setats.v1.ChannelTicket
-	3,  // 13: setats.v1.LookupCommand.catalog:type_name -> setats.v1.CatalogContext
-	3,  // 14: setats.v1.DatabaseRequest.catalog:type_name -> setats.v1.CatalogContext
-	3,  // 15: setats.v1.ListDatabasesRequest.catalog:type_name -> setats.v1.CatalogContext
-	3,  // 16: setats.v1.CreateTableRequest.catalog:type_name -> setats.v1.CatalogContext
-	5,  // 17: setats.v1.CreateTableRequest.spec:type_name -> setats.v1.TableSpec
-	3,  // 18: setats.v1.TableRequest.catalog:type_name -> setats.v1.CatalogContext
-	3,  // 19: setats.v1.ListTablesRequest.catalog:type_name -> setats.v1.CatalogContext
-	8,  // 20: setats.v1.ListBucketsResponse.buckets:type_name -> setats.v1.BucketOffsets
-	3,  // 21: setats.v1.LookupOffsetsRequest.catalog:type_name -> setats.v1.CatalogContext
-	0,  // 22: setats.v1.LookupOffsetsRequest.position:type_name -> setats.v1.StartPosition
-	25, // 23: setats.v1.LookupOffsetsResponse.offsets:type_name -> setats.v1.ResolvedOffset
-	3,  // 24: setats.v1.WatchRequest.catalog:type_name -> setats.v1.CatalogContext
-	1,  // 25: setats.v1.Notification.kind:type_name -> setats.v1.NotificationKind
-	3,  // 26: setats.v1.SlotRequest.catalog:type_name -> setats.v1.CatalogContext
-	3,  // 27: setats.v1.AcquireSlotRequest.catalog:type_name -> setats.v1.CatalogContext
-	3,  // 28: setats.v1.RegisterSyncPointRequest.catalog:type_name -> setats.v1.CatalogContext
-	31, // 29: setats.v1.RegisterSyncPointRequest.points:type_name -> setats.v1.SyncPointPosition
-	2,  // 30: setats.v1.SlotInfo.status:type_name -> setats.v1.SlotStatus
-	33, // 31: setats.v1.SlotInfo.buckets:type_name -> setats.v1.SlotBucket
-	34, // 32: setats.v1.ListSlotsResponse.slots:type_name -> setats.v1.SlotInfo
-	36, // 33: setats.v1.SyncPointResponse.buckets:type_name -> setats.v1.BucketSyncPoint
-	38, // 34: setats.v1.ConsumedResponse.buckets:type_name -> setats.v1.BucketConsumed
-	2,  // 35: setats.v1.ProgressRow.status:type_name -> setats.v1.SlotStatus
-	40, // 36: setats.v1.ProgressResponse.rows:type_name -> setats.v1.ProgressRow
-	42, // 37: setats.v1.ChannelTicket.credentials:type_name -> setats.v1.ConsumerCredentials
-	0,  // 38: setats.v1.ChannelTicket.position:type_name -> setats.v1.StartPosition
-	46, // 39: setats.v1.ListChannelsResponse.channels:type_name -> setats.v1.ChannelInfo
-	50, // 40: setats.v1.ListGroupsResponse.groups:type_name -> setats.v1.GroupInfo
-	42, // 41: setats.v1.SeekRequest.credentials:type_name -> setats.v1.ConsumerCredentials
-	0,  // 42: setats.v1.SeekRequest.position:type_name -> setats.v1.StartPosition
-	42, // 43: setats.v1.CommitRequest.credentials:type_name -> setats.v1.ConsumerCredentials
-	44, // [44:44] is the sub-list for method output_type
-	44, // [44:44] is the sub-list for method input_type
-	44, // [44:44] is the sub-list for extension type_name
-	44, // [44:44] is the sub-list for extension extendee
-	0,  // [0:44] is the sub-list for field type_name
+	8,  // 5: setats.v1.WriteCommand.staging:type_name -> setats.v1.StagingTarget
+	9,  // 6: setats.v1.WriteAck.buckets:type_name -> setats.v1.BucketOffsets
+	3,  // 7: setats.v1.ReadCommand.catalog:type_name -> setats.v1.CatalogContext
+	0,  // 8: setats.v1.ReadCommand.position:type_name -> setats.v1.StartPosition
+	13, // 9: setats.v1.ReadCommand.snapshot:type_name -> setats.v1.SnapshotRead
+	3,  // 10: setats.v1.ChangelogTicket.catalog:type_name -> setats.v1.CatalogContext
+	0,  // 11: setats.v1.ChangelogTicket.position:type_name -> setats.v1.StartPosition
+	13, // 12: setats.v1.ChangelogTicket.snapshot:type_name -> setats.v1.SnapshotRead
+	44, // 13: setats.v1.ChangelogTicket.channel:type_name -> setats.v1.ChannelTicket
+	3,  // 14: setats.v1.LookupCommand.catalog:type_name -> setats.v1.CatalogContext
+	3,  // 15: setats.v1.DatabaseRequest.catalog:type_name -> setats.v1.CatalogContext
+	3,  // 16: setats.v1.ListDatabasesRequest.catalog:type_name -> setats.v1.CatalogContext
+	3,  // 17: setats.v1.CreateTableRequest.catalog:type_name -> setats.v1.CatalogContext
+	5,  // 18: setats.v1.CreateTableRequest.spec:type_name -> setats.v1.TableSpec
+	3,  // 19: setats.v1.TableRequest.catalog:type_name -> setats.v1.CatalogContext
+	3,  // 20: setats.v1.ListTablesRequest.catalog:type_name -> setats.v1.CatalogContext
+	9,  // 21: setats.v1.ListBucketsResponse.buckets:type_name -> setats.v1.BucketOffsets
+	3,  // 22: setats.v1.LookupOffsetsRequest.catalog:type_name -> setats.v1.CatalogContext
+	0,  // 23: setats.v1.LookupOffsetsRequest.position:type_name -> setats.v1.StartPosition
+	26, // 24: setats.v1.LookupOffsetsResponse.offsets:type_name -> setats.v1.ResolvedOffset
+	3,  // 25: setats.v1.WatchRequest.catalog:type_name -> setats.v1.CatalogContext
+	1,  // 26: setats.v1.Notification.kind:type_name -> setats.v1.NotificationKind
+	3,  // 27: setats.v1.SlotRequest.catalog:type_name -> setats.v1.CatalogContext
+	3,  // 28: setats.v1.AcquireSlotRequest.catalog:type_name -> setats.v1.CatalogContext
+	3,  // 29: setats.v1.RegisterSyncPointRequest.catalog:type_name -> setats.v1.CatalogContext
+	32, // 30: setats.v1.RegisterSyncPointRequest.points:type_name -> setats.v1.SyncPointPosition
+	2,  // 31: setats.v1.SlotInfo.status:type_name -> setats.v1.SlotStatus
+	34, // 32: setats.v1.SlotInfo.buckets:type_name -> setats.v1.SlotBucket
+	35, // 33: setats.v1.ListSlotsResponse.slots:type_name -> setats.v1.SlotInfo
+	37, // 34: setats.v1.SyncPointResponse.buckets:type_name -> setats.v1.BucketSyncPoint
+	39, // 35: setats.v1.ConsumedResponse.buckets:type_name -> setats.v1.BucketConsumed
+	2,  // 36: setats.v1.ProgressRow.status:type_name -> setats.v1.SlotStatus
+	41, // 37: setats.v1.ProgressResponse.rows:type_name -> setats.v1.ProgressRow
+	43, // 38: setats.v1.ChannelTicket.credentials:type_name -> setats.v1.ConsumerCredentials
+	0,  // 39: setats.v1.ChannelTicket.position:type_name -> setats.v1.StartPosition
+	47, // 40: setats.v1.ListChannelsResponse.channels:type_name -> setats.v1.ChannelInfo
+	51, // 41: setats.v1.ListGroupsResponse.groups:type_name -> setats.v1.GroupInfo
+	43, // 42: setats.v1.SeekRequest.credentials:type_name -> setats.v1.ConsumerCredentials
+	0,  // 43: setats.v1.SeekRequest.position:type_name -> setats.v1.StartPosition
+	43, // 44: setats.v1.CommitRequest.credentials:type_name -> setats.v1.ConsumerCredentials
+	3,  // 45: setats.v1.AbortStagedRequest.catalog:type_name -> setats.v1.CatalogContext
+	3,  // 46: setats.v1.CommitStagedRequest.catalog:type_name -> setats.v1.CatalogContext
+	9,  // 47: setats.v1.CommitStagedResponse.buckets:type_name -> setats.v1.BucketOffsets
+	48, // [48:48] is the sub-list for method output_type
+	48, // [48:48] is the sub-list for method input_type
+	48, // [48:48] is the sub-list for extension type_name
+	48, // [48:48] is the sub-list for extension extendee
+	0,  // [0:48] is the sub-list for field type_name
 }
 
 func init() { file_setats_proto_init() }
@@ -4884,25 +5398,25 @@ func file_setats_proto_init() {
 	if File_setats_proto != nil {
 		return
 	}
-	file_setats_proto_msgTypes[7].OneofWrappers = []any{
+	file_setats_proto_msgTypes[8].OneofWrappers = []any{
 		(*ReadCommand_Position)(nil),
 		(*ReadCommand_TimestampMs)(nil),
 	}
-	file_setats_proto_msgTypes[8].OneofWrappers = []any{
+	file_setats_proto_msgTypes[9].OneofWrappers = []any{
 		(*ChangelogTicket_Offset)(nil),
 		(*ChangelogTicket_TimestampMs)(nil),
 		(*ChangelogTicket_Position)(nil),
 	}
-	file_setats_proto_msgTypes[21].OneofWrappers = []any{
+	file_setats_proto_msgTypes[22].OneofWrappers = []any{
 		(*LookupOffsetsRequest_Position)(nil),
 		(*LookupOffsetsRequest_TimestampMs)(nil),
 	}
-	file_setats_proto_msgTypes[40].OneofWrappers = []any{
+	file_setats_proto_msgTypes[41].OneofWrappers = []any{
 		(*ChannelTicket_FromId)(nil),
 		(*ChannelTicket_TimestampMs)(nil),
 		(*ChannelTicket_Position)(nil),
 	}
-	file_setats_proto_msgTypes[49].OneofWrappers = []any{
+	file_setats_proto_msgTypes[50].OneofWrappers = []any{
 		(*SeekRequest_TimestampMs)(nil),
 		(*SeekRequest_Position)(nil),
 		(*SeekRequest_Committed)(nil),
@@ -4913,7 +5427,7 @@ func file_setats_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_setats_proto_rawDesc), len(file_setats_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   53,
+			NumMessages:   58,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -197,6 +197,33 @@ public final class SetatsConnectorOptions {
                             "Setats addition: record batches a writer may have sent without a "
                                     + "WriteAck; more blocks the writer (back pressure). Must be positive.");
 
+    /**
+     * Delivery guarantee of the sink (SPEC section 10), in Flink's {@code DeliveryGuarantee}
+     * words: {@code at-least-once} (default) or {@code exactly-once}.
+     */
+    public static final ConfigOption<String> SINK_DELIVERY_GUARANTEE =
+            ConfigOptions.key("sink.delivery-guarantee")
+                    .stringType()
+                    .defaultValue("at-least-once")
+                    .withDescription(
+                            "'at-least-once': rows are merged as they arrive; a batch retried "
+                                    + "after a lost acknowledgement or a reconnect is applied once, "
+                                    + "but rows replayed after a failover are merged again. "
+                                    + "'exactly-once': rows are staged per checkpoint and merged "
+                                    + "when the checkpoint completes (needs checkpointing); the "
+                                    + "changelog equals that of a run without failures.");
+
+    /** How long staged exactly-once rows of a job that never comes back are kept. */
+    public static final ConfigOption<Duration> SINK_TRANSACTION_TIMEOUT =
+            ConfigOptions.key("sink.transaction-timeout")
+                    .durationType()
+                    .defaultValue(Duration.ofHours(1))
+                    .withDescription(
+                            "exactly-once only: staged rows not written to for this long "
+                                    + "(a job that failed and never came back) are dropped by the "
+                                    + "gateway. Keep it well above the checkpoint interval and the "
+                                    + "longest restart time.");
+
     /** Table option passed on when the sink creates the table (SPEC section 4). */
     public static final ConfigOption<Boolean> IGNORE_DELETE =
             ConfigOptions.key("ignore-delete")

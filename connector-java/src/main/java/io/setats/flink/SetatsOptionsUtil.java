@@ -10,6 +10,7 @@ import io.setats.proto.v1.TableSpec;
 
 import org.apache.flink.configuration.ConfigOption;
 import org.apache.flink.configuration.ReadableConfig;
+import org.apache.flink.connector.base.DeliveryGuarantee;
 import org.apache.flink.table.api.ValidationException;
 
 import java.time.Duration;
@@ -35,7 +36,9 @@ import static io.setats.flink.SetatsConnectorOptions.USERNAME;
 import static io.setats.flink.SetatsConnectorOptions.SINK_BUFFER_BYTES;
 import static io.setats.flink.SetatsConnectorOptions.SINK_BUFFER_ROWS;
 import static io.setats.flink.SetatsConnectorOptions.SINK_FLUSH_INTERVAL;
+import static io.setats.flink.SetatsConnectorOptions.SINK_DELIVERY_GUARANTEE;
 import static io.setats.flink.SetatsConnectorOptions.SINK_MAX_IN_FLIGHT_BATCHES;
+import static io.setats.flink.SetatsConnectorOptions.SINK_TRANSACTION_TIMEOUT;
 import static io.setats.flink.SetatsConnectorOptions.STARTUP_MODE;
 import static io.setats.flink.SetatsConnectorOptions.URI;
 import static io.setats.flink.SetatsConnectorOptions.WAREHOUSE;
@@ -149,6 +152,29 @@ public final class SetatsOptionsUtil {
                             + MergeEngine.allowedValues()
                             + " (case-insensitive; 'partial-update' accepted).");
         }
+    }
+
+    /**
+     * Parses 'sink.delivery-guarantee': {@code at-least-once} or {@code exactly-once}
+     * (case-insensitive, '_' accepted for '-').
+     *
+     * @throws ValidationException naming the key and the allowed values
+     */
+    public static DeliveryGuarantee deliveryGuarantee(ReadableConfig config) {
+        String v = config.get(SINK_DELIVERY_GUARANTEE);
+        String n = v.trim().toLowerCase(java.util.Locale.ROOT).replace('_', '-');
+        if (n.equals(DeliveryGuarantee.AT_LEAST_ONCE.toString())) {
+            return DeliveryGuarantee.AT_LEAST_ONCE;
+        }
+        if (n.equals(DeliveryGuarantee.EXACTLY_ONCE.toString())) {
+            return DeliveryGuarantee.EXACTLY_ONCE;
+        }
+        throw new ValidationException(
+                "Invalid value for option '"
+                        + SINK_DELIVERY_GUARANTEE.key()
+                        + "': '"
+                        + v
+                        + "'. Allowed: 'at-least-once', 'exactly-once'.");
     }
 
     /** Parses 'startup.mode' (case-insensitive, 'timestamp' accepted for 'from-timestamp'). */
@@ -297,6 +323,16 @@ public final class SetatsOptionsUtil {
         if (config.get(SINK_MAX_IN_FLIGHT_BATCHES) <= 0) {
             throw new ValidationException(
                     "Option '" + SINK_MAX_IN_FLIGHT_BATCHES.key() + "' must be positive.");
+        }
+        deliveryGuarantee(config);
+        Duration timeout = config.get(SINK_TRANSACTION_TIMEOUT);
+        if (timeout.isZero() || timeout.isNegative()) {
+            throw new ValidationException(
+                    "Option '"
+                            + SINK_TRANSACTION_TIMEOUT.key()
+                            + "' must be positive, got "
+                            + timeout
+                            + ".");
         }
     }
 

@@ -104,6 +104,10 @@ public final class GatewayClient implements AutoCloseable {
     public static final String ACTION_LIST_BUCKETS = "list-buckets";
     public static final String ACTION_LOOKUP_OFFSETS = "lookup-offsets";
     public static final String ACTION_WATCH = "watch";
+    /** Exactly-once staging: drop staged rows after a restored checkpoint, get the epoch. */
+    public static final String ACTION_ABORT_STAGED = "abort-staged";
+    /** Exactly-once staging: merge the staged rows of a checkpoint. */
+    public static final String ACTION_COMMIT_STAGED = "commit-staged";
 
     /** Deadline of unary actions (ms). DoPut, DoGet and watch have none. */
     public static final long ACTION_TIMEOUT_MS = 60_000;
@@ -447,6 +451,51 @@ public final class GatewayClient implements AutoCloseable {
             ctx.cancel(e);
             throw SetatsGatewayException.of(call, e);
         }
+    }
+
+    /**
+     * abort-staged (SPEC section 10): drops the rows (commitUser, subtask) staged for checkpoints
+     * after {@code restoredCheckpointId} (0: all), fences earlier writers and returns the epoch
+     * staging DoPuts must carry.
+     */
+    public io.setats.proto.v1.AbortStagedResponse abortStaged(
+            String database,
+            String table,
+            String commitUser,
+            int subtask,
+            long restoredCheckpointId,
+            long transactionTimeoutMs) {
+        return action(
+                ACTION_ABORT_STAGED,
+                io.setats.proto.v1.AbortStagedRequest.newBuilder()
+                        .setCatalog(catalog)
+                        .setDatabase(database)
+                        .setTable(table)
+                        .setCommitUser(commitUser)
+                        .setSubtask(subtask)
+                        .setRestoredCheckpointId(restoredCheckpointId)
+                        .setTransactionTimeoutMs(transactionTimeoutMs)
+                        .build(),
+                io.setats.proto.v1.AbortStagedResponse.parser());
+    }
+
+    /**
+     * commit-staged (SPEC section 10): merges the rows (commitUser, subtask) staged for
+     * checkpoints up to {@code checkpointId}; a second commit answers already_committed.
+     */
+    public io.setats.proto.v1.CommitStagedResponse commitStaged(
+            String database, String table, String commitUser, int subtask, long checkpointId) {
+        return action(
+                ACTION_COMMIT_STAGED,
+                io.setats.proto.v1.CommitStagedRequest.newBuilder()
+                        .setCatalog(catalog)
+                        .setDatabase(database)
+                        .setTable(table)
+                        .setCommitUser(commitUser)
+                        .setSubtask(subtask)
+                        .setCheckpointId(checkpointId)
+                        .build(),
+                io.setats.proto.v1.CommitStagedResponse.parser());
     }
 
     private TableRequest tableRequest(String database, String table) {

@@ -31,6 +31,7 @@ public final class PutStream implements AutoCloseable {
     private final int maxInFlight;
     private final Consumer<WriteAck> onAck;
     private volatile Consumer<RuntimeException> onFailure;
+    private volatile java.util.function.Predicate<WriteAck> ackFilter;
     private final Object lock = new Object();
     private FlightClient.ClientStreamListener stream;
 
@@ -85,6 +86,17 @@ public final class PutStream implements AutoCloseable {
                                     "INTERNAL",
                                     "unparsable WriteAck: " + e.getMessage(),
                                     e));
+                    return;
+                }
+                java.util.function.Predicate<WriteAck> filter = ackFilter;
+                if (filter != null && filter.test(ack)) {
+                    fail(
+                            new SetatsGatewayException(
+                                    call,
+                                    "UNAVAILABLE",
+                                    "WriteAck of batch " + ack.getBatchSeq() + " dropped (test hook)",
+                                    null));
+                    cancelQuietly();
                     return;
                 }
                 synchronized (lock) {
@@ -149,6 +161,22 @@ public final class PutStream implements AutoCloseable {
     }
 
     /**
+     * Sets a filter asked for every WriteAck (tests only): true drops the ack and breaks the
+     * stream (UNAVAILABLE) as if the connection had been lost before it arrived.
+     */
+    public void setAckFilter(java.util.function.Predicate<WriteAck> filter) {
+        this.ackFilter = filter;
+    }
+
+    private void cancelQuietly() {
+        try {
+            stream.error(new RuntimeException("setats: stream abandoned"));
+        } catch (RuntimeException ignored) {
+            // The stream may already be gone.
+        }
+    }
+
+    /**
      * Sets a hook called once, on a gRPC thread, with the stream's first failure (not after
      * {@link #close()}), e.g. to fail a Flink task without waiting for its next write.
      */
@@ -172,6 +200,12 @@ public final class PutStream implements AutoCloseable {
                 throw new SetatsGatewayException(
                         call, "INTERNAL", "the gateway ended the DoPut stream early", null);
             }
+            // Arrow's putNext waits for the gRPC stream to be ready and never returns when the
+            // stream broke meanwhile (gateway killed): wait here, where a failure ends the wait.
+            while (failure == null && !serverDone && !stream.isReady()) {
+                lock.wait(5);
+            }
+            checkLocked();
             sent++;
         }
         try {

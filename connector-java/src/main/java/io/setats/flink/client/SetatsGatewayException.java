@@ -73,6 +73,27 @@ public class SetatsGatewayException extends RuntimeException {
         return gatewayMessage;
     }
 
+    /**
+     * Whether the call may succeed when retried on a new connection: the gateway was unreachable
+     * or restarting, or the stream broke (UNAVAILABLE, CANCELLED, UNKNOWN, DEADLINE_EXCEEDED,
+     * ABORTED, INTERNAL). Refusals of the request itself (INVALID_ARGUMENT, FAILED_PRECONDITION,
+     * NOT_FOUND, RESOURCE_EXHAUSTED, ...) are not.
+     */
+    public boolean isRetryable() {
+        switch (code) {
+            case "UNAVAILABLE":
+            case "CANCELLED":
+            case "UNKNOWN":
+            case "DEADLINE_EXCEEDED":
+            case "TIMED_OUT":
+            case "ABORTED":
+            case "INTERNAL":
+                return true;
+            default:
+                return false;
+        }
+    }
+
     /** Whether the status code is {@code NOT_FOUND}. */
     public boolean isNotFound() {
         return FlightStatusCode.NOT_FOUND.name().equals(code);

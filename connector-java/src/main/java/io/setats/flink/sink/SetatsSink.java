@@ -12,10 +12,26 @@ import io.setats.proto.v1.GatewayInfo;
 import io.setats.proto.v1.TableInfo;
 import io.setats.proto.v1.TableSpec;
 
+import io.setats.flink.sink.committer.SetatsCommittable;
+import io.setats.flink.sink.committer.SetatsCommittableSerializer;
+import io.setats.flink.sink.committer.SetatsCommitter;
+import io.setats.flink.sink.writer.SetatsWriterState;
+import io.setats.flink.sink.writer.SetatsWriterStateSerializer;
+
+import org.apache.flink.api.common.RuntimeExecutionMode;
+import org.apache.flink.api.connector.sink2.Committer;
+import org.apache.flink.api.connector.sink2.CommitterInitContext;
 import org.apache.flink.api.connector.sink2.Sink;
 import org.apache.flink.api.connector.sink2.SinkWriter;
+import org.apache.flink.api.connector.sink2.StatefulSinkWriter;
+import org.apache.flink.api.connector.sink2.SupportsCommitter;
+import org.apache.flink.api.connector.sink2.SupportsWriterState;
 import org.apache.flink.api.connector.sink2.WriterInitContext;
+import org.apache.flink.configuration.ExecutionOptions;
+import org.apache.flink.connector.base.DeliveryGuarantee;
+import org.apache.flink.core.io.SimpleVersionedSerializer;
 import org.apache.flink.streaming.api.connector.sink2.SupportsPreWriteTopology;
+import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.table.api.ValidationException;
 import org.apache.flink.table.data.RowData;
@@ -24,15 +40,18 @@ import org.apache.flink.table.types.logical.RowType;
 import java.io.IOException;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.UUID;
 
 /**
  * SetatsSink writes upserts into a Setats primary-key table through the gateway's DoPut (SPEC
- * section 3), at least once.
+ * section 3), at least once (retried batches applied once) or exactly once (rows staged per
+ * checkpoint and committed by {@link SetatsCommitter} when it completes; SPEC section 10).
  *
  * <p>Topology: before the writers, rows are partitioned so that exactly one writer subtask owns
  * each (partition, bucket) ({@link BucketOwnerRouter}); the bucket layout is resolved from the
@@ -44,7 +63,11 @@ import java.util.Optional;
  * <p>Build one with {@link #builder()} (RowData input) or {@link SetatsSinkBuilder#setSerializer}
  * (any input type). The SQL factory {@code setats} builds the same sink.
  */
-public final class SetatsSink<IN> implements Sink<IN>, SupportsPreWriteTopology<IN> {
+public final class SetatsSink<IN>
+        implements Sink<IN>,
+                SupportsPreWriteTopology<IN>,
+                SupportsCommitter<SetatsCommittable>,
+                SupportsWriterState<IN, SetatsWriterState> {
 
     private static final long serialVersionUID = 1L;
 
@@ -70,6 +93,10 @@ public final class SetatsSink<IN> implements Sink<IN>, SupportsPreWriteTopology<
     private final long bufferBytes;
     private final int maxInFlightBatches;
     private final SetatsRecordSerializer<IN> serializer;
+    private final DeliveryGuarantee deliveryGuarantee;
+    private final Duration transactionTimeout;
+    /** Names this sink in a job (fixed when the job is built, kept across failovers). */
+    private final String sinkId = UUID.randomUUID().toString();
 
     /** Resolved by {@link #resolveLayout()} (job build) or lazily by the writer. */
     private SetatsTableLayout layout;
@@ -97,6 +124,8 @@ public final class SetatsSink<IN> implements Sink<IN>, SupportsPreWriteTopology<
         this.bufferBytes = b.bufferBytes;
         this.maxInFlightBatches = b.maxInFlightBatches;
         this.serializer = b.serializer;
+        this.deliveryGuarantee = b.deliveryGuarantee;
+        this.transactionTimeout = b.transactionTimeout;
     }
 
     /** A builder for a sink whose input is {@link RowData}. */
@@ -117,12 +146,58 @@ public final class SetatsSink<IN> implements Sink<IN>, SupportsPreWriteTopology<
     }
 
     @Override
-    public SinkWriter<IN> createWriter(WriterInitContext context) throws IOException {
-        return new SetatsSinkWriter<>(this, layout(), context);
+    public SetatsSinkWriter<IN> createWriter(WriterInitContext context) throws IOException {
+        return new SetatsSinkWriter<>(this, layout(), context, Collections.emptyList());
     }
 
     @Override
+    public StatefulSinkWriter<IN, SetatsWriterState> restoreWriter(
+            WriterInitContext context, Collection<SetatsWriterState> recoveredState)
+            throws IOException {
+        return new SetatsSinkWriter<>(this, layout(), context, recoveredState);
+    }
+
+    @Override
+    public SimpleVersionedSerializer<SetatsWriterState> getWriterStateSerializer() {
+        return new SetatsWriterStateSerializer();
+    }
+
+    @Override
+    public Committer<SetatsCommittable> createCommitter(CommitterInitContext context) {
+        return new SetatsCommitter(
+                connection, catalogContext(), context.getTaskInfo().getIndexOfThisSubtask());
+    }
+
+    @Override
+    public SimpleVersionedSerializer<SetatsCommittable> getCommittableSerializer() {
+        return new SetatsCommittableSerializer();
+    }
+
+    /**
+     * Also checks, for {@code exactly-once}, that the job checkpoints (or runs in batch mode,
+     * where the commit comes at the end of input): without checkpoints nothing would ever be
+     * committed, so the job fails at start saying so.
+     *
+     * @throws ValidationException exactly-once without checkpointing
+     */
+    @Override
     public DataStream<IN> addPreWriteTopology(DataStream<IN> input) {
+        if (deliveryGuarantee == DeliveryGuarantee.EXACTLY_ONCE) {
+            StreamExecutionEnvironment env = input.getExecutionEnvironment();
+            boolean batch =
+                    env.getConfiguration().get(ExecutionOptions.RUNTIME_MODE)
+                            == RuntimeExecutionMode.BATCH;
+            if (!batch && !env.getCheckpointConfig().isCheckpointingEnabled()) {
+                throw new ValidationException(
+                        "Option 'sink.delivery-guarantee' = 'exactly-once' of the setats sink for "
+                                + database
+                                + "."
+                                + table
+                                + " needs checkpointing: rows are committed when a checkpoint "
+                                + "completes. Enable it (execution.checkpointing.interval) or use "
+                                + "'at-least-once'.");
+            }
+        }
         SetatsTableLayout l = resolveLayout();
         return input.partitionCustom(
                 new BucketOwnerRouter.OwnerPartitioner(),
@@ -308,6 +383,21 @@ public final class SetatsSink<IN> implements Sink<IN>, SupportsPreWriteTopology<
 
     public SetatsRecordSerializer<IN> serializer() {
         return serializer;
+    }
+
+    /** {@code AT_LEAST_ONCE} or {@code EXACTLY_ONCE} (SPEC section 10). */
+    public DeliveryGuarantee deliveryGuarantee() {
+        return deliveryGuarantee;
+    }
+
+    /** How long the gateway keeps rows staged by a job that does not come back. */
+    public Duration transactionTimeout() {
+        return transactionTimeout;
+    }
+
+    /** The commit user of a fresh exactly-once start: this sink's id and table. */
+    public String commitUser() {
+        return "setats-sink-" + sinkId + "-" + database + "." + table;
     }
 
     @Override

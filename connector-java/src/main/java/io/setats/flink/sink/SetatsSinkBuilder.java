@@ -9,6 +9,7 @@ import io.setats.flink.utils.SetatsTypes;
 
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.configuration.ReadableConfig;
+import org.apache.flink.connector.base.DeliveryGuarantee;
 import org.apache.flink.table.api.ValidationException;
 import org.apache.flink.table.types.logical.RowType;
 
@@ -31,8 +32,10 @@ import static io.setats.flink.SetatsConnectorOptions.MANAGER_URL;
 import static io.setats.flink.SetatsConnectorOptions.PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE;
 import static io.setats.flink.SetatsConnectorOptions.SINK_BUFFER_BYTES;
 import static io.setats.flink.SetatsConnectorOptions.SINK_BUFFER_ROWS;
+import static io.setats.flink.SetatsConnectorOptions.SINK_DELIVERY_GUARANTEE;
 import static io.setats.flink.SetatsConnectorOptions.SINK_FLUSH_INTERVAL;
 import static io.setats.flink.SetatsConnectorOptions.SINK_MAX_IN_FLIGHT_BATCHES;
+import static io.setats.flink.SetatsConnectorOptions.SINK_TRANSACTION_TIMEOUT;
 import static io.setats.flink.SetatsConnectorOptions.WAREHOUSE;
 
 /**
@@ -79,6 +82,8 @@ public final class SetatsSinkBuilder<IN> {
     int bufferRows;
     long bufferBytes;
     int maxInFlightBatches;
+    DeliveryGuarantee deliveryGuarantee;
+    Duration transactionTimeout;
 
     SetatsSinkBuilder(SetatsRecordSerializer<IN> serializer) {
         this.serializer = serializer;
@@ -244,6 +249,21 @@ public final class SetatsSinkBuilder<IN> {
     }
 
     /**
+     * {@code AT_LEAST_ONCE} (default) or {@code EXACTLY_ONCE} (needs checkpointing), as option
+     * 'sink.delivery-guarantee' (SPEC section 10). {@code NONE} is refused by {@link #build()}.
+     */
+    public SetatsSinkBuilder<IN> setDeliveryGuarantee(DeliveryGuarantee v) {
+        options.set(SINK_DELIVERY_GUARANTEE, v.toString());
+        return this;
+    }
+
+    /** exactly-once: how long staged rows of a job that never comes back are kept. */
+    public SetatsSinkBuilder<IN> setTransactionTimeout(Duration v) {
+        options.set(SINK_TRANSACTION_TIMEOUT, v);
+        return this;
+    }
+
+    /**
      * Checks everything the SQL factory checks and builds the sink.
      *
      * @throws ValidationException naming the option or column at fault
@@ -303,6 +323,8 @@ public final class SetatsSinkBuilder<IN> {
         bufferRows = options.get(SINK_BUFFER_ROWS);
         bufferBytes = options.get(SINK_BUFFER_BYTES).getBytes();
         maxInFlightBatches = options.get(SINK_MAX_IN_FLIGHT_BATCHES);
+        deliveryGuarantee = SetatsOptionsUtil.deliveryGuarantee(options);
+        transactionTimeout = options.get(SINK_TRANSACTION_TIMEOUT);
         return new SetatsSink<>(this);
     }
 
@@ -327,6 +349,8 @@ public final class SetatsSinkBuilder<IN> {
                     SINK_BUFFER_ROWS,
                     SINK_BUFFER_BYTES,
                     SINK_MAX_IN_FLIGHT_BATCHES,
+                    SINK_DELIVERY_GUARANTEE,
+                    SINK_TRANSACTION_TIMEOUT,
                     IGNORE_DELETE,
                     PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE,
                     CHANGELOG_RETENTION_MS);

@@ -10,6 +10,7 @@ import io.setats.proto.v1.BucketOffsets;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.api.connector.sink2.Sink;
+import org.apache.flink.connector.base.DeliveryGuarantee;
 import org.apache.flink.connector.testframe.environment.MiniClusterTestEnvironment;
 import org.apache.flink.connector.testframe.external.ExternalContextFactory;
 import org.apache.flink.connector.testframe.external.ExternalSystemDataReader;
@@ -42,7 +43,9 @@ import java.util.concurrent.atomic.AtomicInteger;
 /**
  * Flink's connector testing framework ({@link SinkTestSuiteBase}) run against the Setats sink on a
  * MiniCluster: basic sink, restart from savepoint, scale up/down and the numRecordsSend metric,
- * with AT_LEAST_ONCE. The external context reads back what the sink wrote through DoGet.
+ * with AT_LEAST_ONCE and EXACTLY_ONCE (SPEC section 10: the framework then checks that every
+ * record arrived exactly once, across its failover, savepoint and rescale cases). The external
+ * context reads back what the sink wrote through DoGet.
  */
 class SetatsSinkTestSuiteITCase extends SinkTestSuiteBase<String> {
 
@@ -52,7 +55,9 @@ class SetatsSinkTestSuiteITCase extends SinkTestSuiteBase<String> {
 
     @TestExternalSystem SetatsGatewayProcess gateway = GATEWAY;
 
-    @TestSemantics CheckpointingMode[] semantics = new CheckpointingMode[] {CheckpointingMode.AT_LEAST_ONCE};
+    @TestSemantics
+    CheckpointingMode[] semantics =
+            new CheckpointingMode[] {CheckpointingMode.AT_LEAST_ONCE, CheckpointingMode.EXACTLY_ONCE};
 
     @TestContext ExternalContextFactory<SetatsSinkContext> contexts = name -> new SetatsSinkContext(GATEWAY);
 
@@ -79,10 +84,13 @@ class SetatsSinkTestSuiteITCase extends SinkTestSuiteBase<String> {
 
         @Override
         public Sink<String> createSink(TestingSinkSettings sinkSettings) {
-            if (sinkSettings.getCheckpointingMode() != org.apache.flink.streaming.api.CheckpointingMode.AT_LEAST_ONCE) {
-                throw new UnsupportedOperationException("the Setats sink is at-least-once");
-            }
+            DeliveryGuarantee guarantee =
+                    sinkSettings.getCheckpointingMode()
+                                    == org.apache.flink.streaming.api.CheckpointingMode.EXACTLY_ONCE
+                            ? DeliveryGuarantee.EXACTLY_ONCE
+                            : DeliveryGuarantee.AT_LEAST_ONCE;
             return SetatsSink.builder()
+                    .setDeliveryGuarantee(guarantee)
                     .setManagerUrl(gateway.managerUrl())
                     .setWarehouse(gateway.warehouse().toString())
                     .setCatalogType("hadoop")

@@ -196,6 +196,25 @@ class SetatsDynamicTableSinkFactoryTest {
     }
 
     @Test
+    void deliveryGuaranteeNamesKeyAndAllowedValues() {
+        assertThat(sink(SEED_SCHEMA, DT, with(o -> {})).deliveryGuarantee())
+                .isEqualTo(org.apache.flink.connector.base.DeliveryGuarantee.AT_LEAST_ONCE);
+        assertThat(sink(SEED_SCHEMA, DT, with(o -> o.put("sink.delivery-guarantee", "exactly-once"))).deliveryGuarantee())
+                .isEqualTo(org.apache.flink.connector.base.DeliveryGuarantee.EXACTLY_ONCE);
+        assertThat(sink(SEED_SCHEMA, DT, with(o -> o.put("sink.delivery-guarantee", "AT_LEAST_ONCE"))).deliveryGuarantee())
+                .isEqualTo(org.apache.flink.connector.base.DeliveryGuarantee.AT_LEAST_ONCE);
+        assertInvalid(
+                with(o -> o.put("sink.delivery-guarantee", "none")),
+                "Invalid value for option 'sink.delivery-guarantee': 'none'. Allowed: 'at-least-once', 'exactly-once'.");
+        assertThat(sink(SEED_SCHEMA, DT, with(o -> {})).transactionTimeout()).isEqualTo(Duration.ofHours(1));
+        assertThat(sink(SEED_SCHEMA, DT, with(o -> o.put("sink.transaction-timeout", "10 min"))).transactionTimeout())
+                .isEqualTo(Duration.ofMinutes(10));
+        assertInvalid(
+                with(o -> o.put("sink.transaction-timeout", "0s")),
+                "Option 'sink.transaction-timeout' must be positive");
+    }
+
+    @Test
     void flushIntervalIsADuration() {
         assertThat(sink(SEED_SCHEMA, DT, with(o -> o.put("setats.sink.flush-interval", "250 ms"))).flushInterval())
                 .isEqualTo(Duration.ofMillis(250));

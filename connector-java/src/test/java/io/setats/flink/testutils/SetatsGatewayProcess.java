@@ -117,6 +117,35 @@ public final class SetatsGatewayProcess
         if (process != null) {
             return;
         }
+        launch("127.0.0.1:0");
+    }
+
+    /**
+     * Kills the gateway with SIGKILL (no drain, no clean close: a crash) and starts it again on
+     * the same Flight address and warehouse, so that clients reconnect to the same manager-url.
+     */
+    public synchronized void killAndRestart() throws IOException, InterruptedException {
+        if (process == null) {
+            throw new IllegalStateException("the gateway is not running");
+        }
+        process.destroyForcibly().waitFor(10, java.util.concurrent.TimeUnit.SECONDS);
+        process = null;
+        long deadline = System.currentTimeMillis() + START_TIMEOUT_MS;
+        while (true) {
+            try {
+                launch(flightAddr);
+                return;
+            } catch (IllegalStateException e) {
+                // The port may still be held for a moment.
+                if (System.currentTimeMillis() > deadline) {
+                    throw e;
+                }
+                Thread.sleep(200);
+            }
+        }
+    }
+
+    private void launch(String flightListen) throws IOException, InterruptedException {
         Path bin = binary();
         if (!Files.isExecutable(bin)) {
             throw new IllegalStateException(
@@ -141,7 +170,7 @@ public final class SetatsGatewayProcess
         cmd.addAll(
                 Arrays.asList(
                         "--warehouse", warehouse.toString(),
-                        "--flight-addr", "127.0.0.1:0",
+                        "--flight-addr", flightListen,
                         "--admin-addr", "127.0.0.1:0",
                         "--nats-listen", "127.0.0.1:-1",
                         "--ready-file", ready.toString()));
@@ -197,6 +226,11 @@ public final class SetatsGatewayProcess
         } catch (IOException e) {
             return "(no log: " + e + ")";
         }
+    }
+
+    /** The gateway's process id (benchmarks read its CPU time from /proc). */
+    public synchronized long pid() {
+        return process.pid();
     }
 
     /** The Flight address as written in the ready file, e.g. {@code 127.0.0.1:40123}. */

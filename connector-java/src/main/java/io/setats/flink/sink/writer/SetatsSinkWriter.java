@@ -2,40 +2,76 @@ package io.setats.flink.sink.writer;
 
 import io.setats.flink.client.GatewayClient;
 import io.setats.flink.client.PutStream;
+import io.setats.flink.client.SetatsGatewayException;
 import io.setats.flink.sink.SetatsSink;
+import io.setats.flink.sink.SetatsSinkTestHooks;
 import io.setats.flink.sink.SetatsTableLayout;
+import io.setats.flink.sink.committer.SetatsCommittable;
 import io.setats.flink.utils.RowDataArrowWriter;
+import io.setats.proto.v1.StagingTarget;
+import io.setats.proto.v1.WriteAck;
 import io.setats.proto.v1.WriteCommand;
 
 import org.apache.flink.api.common.operators.MailboxExecutor;
 import org.apache.flink.api.common.operators.ProcessingTimeService;
-import org.apache.flink.api.connector.sink2.SinkWriter;
+import org.apache.flink.api.connector.sink2.CommittingSinkWriter;
+import org.apache.flink.api.connector.sink2.StatefulSinkWriter;
 import org.apache.flink.api.connector.sink2.WriterInitContext;
+import org.apache.flink.connector.base.DeliveryGuarantee;
 import org.apache.flink.metrics.Counter;
 import org.apache.flink.table.data.RowData;
 
+import org.apache.arrow.vector.VectorLoader;
+import org.apache.arrow.vector.VectorUnloader;
+import org.apache.arrow.vector.ipc.message.ArrowRecordBatch;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.Collections;
+import java.util.List;
+import java.util.UUID;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * SetatsSinkWriter buffers rows into one Arrow record batch (the sink's declared columns plus
- * {@code _row_kind}) and sends it over a long-lived DoPut stream whose WriteCommand carries the
- * CatalogContext and the {@code create_if_absent} table spec (SPEC section 3).
+ * {@code _row_kind}) and sends it over a DoPut stream whose WriteCommand carries the
+ * CatalogContext, the {@code create_if_absent} table spec (SPEC section 3), a writer id and the
+ * batch sequence (SPEC section 10).
  *
  * <p>A batch is sent when it holds {@code setats.sink.buffer-rows} rows or {@code
  * setats.sink.buffer-bytes} bytes, or when its first row has waited {@code
- * setats.sink.flush-interval}. {@link #flush(boolean)} (checkpoint, end of input) sends the
- * buffer and blocks until every sent batch is acknowledged: at least once. A gateway error fails
- * the job with the gateway's message. At start the writer calls {@code gateway-info} and fails
- * when the warehouse differs.
+ * setats.sink.flush-interval}. Every sent batch is kept until its WriteAck arrives: when the
+ * stream breaks (gateway restarted, connection lost, an ack dropped), the writer opens a new
+ * stream with the same writer id and resends the unacknowledged batches under their sequences,
+ * so the gateway applies each once and answers the ones it had applied with their original ack.
+ * It keeps trying for {@link #RECONNECT_TIMEOUT_MS}; a refusal (InvalidArgument,
+ * FailedPrecondition, ...) fails the job with the gateway's message.
+ *
+ * <p>At-least-once: the gateway merges each batch as it arrives; {@link #flush(boolean)}
+ * (checkpoint, end of input) sends the buffer and blocks until every sent batch is
+ * acknowledged as durable.
+ *
+ * <p>Exactly-once: at start the writer calls {@code abort-staged} for its own subtask (and for
+ * the subtasks whose state it restored that no longer exist after a rescale), which drops the
+ * rows staged for checkpoints after the restored one and fences off writers of the failed
+ * attempt. It then stages rows under the checkpoint id after the last snapshot; {@link
+ * #prepareCommit()} waits until they are durable and hands a {@link SetatsCommittable} to the
+ * committer, which merges them when the checkpoint completes.
  *
  * <p>All methods, timer callbacks included, run on the task's mailbox thread.
  */
-public final class SetatsSinkWriter<IN> implements SinkWriter<IN> {
+public final class SetatsSinkWriter<IN>
+        implements StatefulSinkWriter<IN, SetatsWriterState>,
+                CommittingSinkWriter<IN, SetatsCommittable> {
 
     private static final Logger LOG = LoggerFactory.getLogger(SetatsSinkWriter.class);
+
+    /** How long the writer keeps reconnecting to the gateway before it fails the job (ms). */
+    public static final long RECONNECT_TIMEOUT_MS = 60_000;
 
     private final SetatsSink<IN> sink;
     private final SetatsTableLayout layout;
@@ -47,13 +83,42 @@ public final class SetatsSinkWriter<IN> implements SinkWriter<IN> {
     private final long flushIntervalMs;
     private final int subtask;
     private final MailboxExecutor mailbox;
+    private final boolean exactlyOnce;
+    private final String writerId;
 
+    /** Sent batches not yet acknowledged, in sequence order (mailbox thread only). */
+    private final ArrayDeque<Sent> unacked = new ArrayDeque<>();
+    /** Highest acknowledged sequence (set by gRPC threads). */
+    private final AtomicLong ackedUpTo = new AtomicLong(-1);
+
+    private long nextSequence;
     private PutStream stream;
     private boolean timerPending;
     private long batchStartMs;
     private boolean closed;
 
-    public SetatsSinkWriter(SetatsSink<IN> sink, SetatsTableLayout layout, WriterInitContext ctx) {
+    // Exactly-once.
+    private String commitUser;
+    private long epoch;
+    private long stagingCheckpoint;
+    private long stagedRows;
+
+    /** A sent batch kept for resending. */
+    private static final class Sent {
+        final long sequence;
+        final ArrowRecordBatch data;
+
+        Sent(long sequence, ArrowRecordBatch data) {
+            this.sequence = sequence;
+            this.data = data;
+        }
+    }
+
+    public SetatsSinkWriter(
+            SetatsSink<IN> sink,
+            SetatsTableLayout layout,
+            WriterInitContext ctx,
+            Collection<SetatsWriterState> restored) {
         this.sink = sink;
         this.layout = layout;
         this.timers = ctx.getProcessingTimeService();
@@ -62,30 +127,86 @@ public final class SetatsSinkWriter<IN> implements SinkWriter<IN> {
         this.flushIntervalMs = sink.flushInterval().toMillis();
         this.subtask = ctx.getTaskInfo().getIndexOfThisSubtask();
         this.mailbox = ctx.getMailboxExecutor();
+        this.exactlyOnce = sink.deliveryGuarantee() == DeliveryGuarantee.EXACTLY_ONCE;
+        this.writerId = "w-" + UUID.randomUUID() + "-" + subtask;
         this.client = GatewayClient.connect(sink.connection(), sink.catalogContext());
         RowDataArrowWriter w = null;
         try {
             client.checkWarehouse(sink.warehouse());
             w = new RowDataArrowWriter(sink.rowType(), client.allocator(), true);
+            if (exactlyOnce) {
+                long restoredCheckpoint = ctx.getRestoredCheckpointId().orElse(0L);
+                startStaging(
+                        restored, restoredCheckpoint, ctx.getTaskInfo().getNumberOfParallelSubtasks());
+            }
         } catch (RuntimeException e) {
+            if (w != null) {
+                w.close();
+            }
             client.close();
             throw e;
         }
         this.batch = w;
         LOG.info(
-                "Setats sink writer {} for {}.{} on {} ({})",
+                "Setats sink writer {} for {}.{} on {} ({}, {}, writer id {})",
                 subtask,
                 sink.database(),
                 sink.table(),
                 client.url(),
-                layout);
+                layout,
+                sink.deliveryGuarantee(),
+                writerId);
+    }
+
+    /**
+     * Exactly-once start: takes the commit user from the restored state (else the sink's), and
+     * drops what was staged after the restored checkpoint for this subtask and for restored
+     * subtasks no current writer owns.
+     */
+    private void startStaging(
+            Collection<SetatsWriterState> restored, long restoredCheckpoint, int parallelism) {
+        commitUser = sink.commitUser();
+        for (SetatsWriterState s : restored) {
+            commitUser = s.commitUser();
+            break;
+        }
+        // A table the sink creates must exist before abort-staged names it.
+        if (!client.getTable(sink.database(), sink.table()).isPresent()) {
+            client.createTable(sink.createIfAbsentSpec(layout), true, true);
+        }
+        long timeoutMs = sink.transactionTimeout().toMillis();
+        epoch =
+                client.abortStaged(
+                                sink.database(),
+                                sink.table(),
+                                commitUser,
+                                subtask,
+                                restoredCheckpoint,
+                                timeoutMs)
+                        .getEpoch();
+        for (SetatsWriterState s : restored) {
+            boolean owned = s.commitUser().equals(commitUser) && s.subtask() < parallelism;
+            if (!owned) {
+                client.abortStaged(
+                        sink.database(),
+                        sink.table(),
+                        s.commitUser(),
+                        s.subtask(),
+                        restoredCheckpoint,
+                        timeoutMs);
+            }
+        }
+        stagingCheckpoint = restoredCheckpoint + 1;
+        LOG.info(
+                "Setats exactly-once writer {}: commit user {}, restored checkpoint {}, epoch {}",
+                subtask,
+                commitUser,
+                restoredCheckpoint,
+                epoch);
     }
 
     @Override
     public void write(IN element, Context context) throws IOException, InterruptedException {
-        if (stream != null) {
-            stream.check();
-        }
         RowData row = sink.serializer().serialize(element);
         if (batch.rowCount() == 0) {
             batchStartMs = timers.getCurrentProcessingTime();
@@ -124,44 +245,272 @@ public final class SetatsSinkWriter<IN> implements SinkWriter<IN> {
         if (batch.rowCount() == 0) {
             return;
         }
-        if (stream == null) {
-            WriteCommand cmd =
-                    WriteCommand.newBuilder()
-                            .setCatalog(sink.catalogContext())
-                            .setDatabase(sink.database())
-                            .setTable(sink.table())
-                            .setCreateIfAbsent(sink.createIfAbsentSpec(layout))
-                            .build();
-            stream = client.startPut(cmd, batch.root(), sink.maxInFlightBatches(), null);
-            // A gateway error fails the task at once, even while no row arrives.
-            PutStream s = stream;
-            s.setOnFailure(
-                    e -> {
-                        try {
-                            mailbox.execute(s::check, "setats gateway error");
-                        } catch (RuntimeException rejected) {
-                            // The task is shutting down; close() ends the stream.
-                        }
-                    });
-        }
+        releaseAcked();
         batch.finish();
         long bytes = batch.estimatedBytes();
-        stream.putNext();
-        numBytesSend.inc(bytes);
+        int rows = batch.rowCount();
+        Sent s = new Sent(nextSequence++, new VectorUnloader(batch.root()).getRecordBatch());
         batch.reset();
+        unacked.addLast(s);
+        if (exactlyOnce) {
+            stagedRows += rows;
+        }
+        numBytesSend.inc(bytes);
+        if (!ensureStream()) { // a new stream resent every unacknowledged batch, s included
+            transmitOrReconnect(s);
+        }
+    }
+
+    /** Loads a kept batch into the root and puts it on the stream. */
+    private void transmit(Sent s) throws InterruptedException {
+        new VectorLoader(batch.root()).load(s.data);
+        try {
+            stream.putNext();
+        } finally {
+            batch.reset();
+        }
+    }
+
+    private void transmitOrReconnect(Sent s) throws InterruptedException {
+        try {
+            transmit(s);
+        } catch (SetatsGatewayException e) {
+            if (!e.isRetryable()) {
+                throw e;
+            }
+            abandonStream();
+            ensureStream(); // resends s with the others
+        }
+    }
+
+    /** Drops the current stream (its unacknowledged batches are resent on the next one). */
+    private void abandonStream() {
+        if (stream != null) {
+            stream.close();
+            stream = null;
+        }
     }
 
     /**
-     * Sends the buffer and blocks until the gateway acknowledged every sent batch as durable.
+     * Makes sure a healthy stream is open: opens one when there is none and, when the current
+     * one failed with a retryable error, reconnects and resends every unacknowledged batch.
+     * Returns true when it (re)opened a stream and resent the unacknowledged batches.
      *
-     * @throws io.setats.flink.client.SetatsGatewayException with the gateway's message on error
+     * @throws SetatsGatewayException when the failure is not retryable or reconnecting takes
+     *     longer than {@link #RECONNECT_TIMEOUT_MS}
+     */
+    private boolean ensureStream() throws InterruptedException {
+        if (stream != null && !stream.failed()) {
+            return false;
+        }
+        long deadline = System.currentTimeMillis() + RECONNECT_TIMEOUT_MS;
+        long backoff = 100;
+        SetatsGatewayException last = null;
+        if (stream != null) {
+            last = failureOf(stream);
+            if (!last.isRetryable()) {
+                throw last;
+            }
+            stream.close();
+            stream = null;
+        }
+        while (true) {
+            releaseAcked();
+            try {
+                if (last != null) {
+                    LOG.warn(
+                            "Setats sink writer {}: reconnecting after {}; resending {} batch(es)",
+                            subtask,
+                            last.getMessage(),
+                            unacked.size());
+                }
+                openStream();
+                for (Sent s : new ArrayList<>(unacked)) {
+                    transmit(s);
+                }
+                return true;
+            } catch (SetatsGatewayException e) {
+                if (stream != null) {
+                    stream.close();
+                    stream = null;
+                }
+                if (!e.isRetryable() || System.currentTimeMillis() + backoff > deadline) {
+                    throw e;
+                }
+                last = e;
+                Thread.sleep(backoff);
+                backoff = Math.min(backoff * 2, 2_000);
+            }
+        }
+    }
+
+    private static SetatsGatewayException failureOf(PutStream s) {
+        try {
+            s.check();
+        } catch (SetatsGatewayException e) {
+            return e;
+        } catch (RuntimeException e) {
+            return SetatsGatewayException.of("DoPut", e);
+        }
+        return new SetatsGatewayException("DoPut", "UNKNOWN", "stream failed", null);
+    }
+
+    private void openStream() {
+        long first = unacked.isEmpty() ? nextSequence : unacked.peekFirst().sequence;
+        WriteCommand.Builder cmd =
+                WriteCommand.newBuilder()
+                        .setCatalog(sink.catalogContext())
+                        .setDatabase(sink.database())
+                        .setTable(sink.table())
+                        .setCreateIfAbsent(sink.createIfAbsentSpec(layout))
+                        .setWriterId(writerId)
+                        .setFirstSequence(first);
+        if (exactlyOnce) {
+            cmd.setStaging(
+                    StagingTarget.newBuilder()
+                            .setCommitUser(commitUser)
+                            .setSubtask(subtask)
+                            .setCheckpointId(stagingCheckpoint)
+                            .setEpoch(epoch));
+        }
+        PutStream s =
+                client.startPut(cmd.build(), batch.root(), sink.maxInFlightBatches(), this::onAck);
+        SetatsSinkTestHooks.AckFilter drop = SetatsSinkTestHooks.dropAck;
+        if (drop != null) {
+            s.setAckFilter(a -> drop.drop(subtask, a.getSequence()));
+        }
+        // A gateway error is noticed at once, even while no row arrives.
+        s.setOnFailure(
+                e -> {
+                    try {
+                        mailbox.execute(this::onStreamFailure, "setats gateway error");
+                    } catch (RuntimeException rejected) {
+                        // The task is shutting down; close() ends the stream.
+                    }
+                });
+        stream = s;
+    }
+
+    /** Mailbox action after a stream failure: reconnect now, or fail the task. */
+    private void onStreamFailure() throws InterruptedException {
+        if (!closed) {
+            ensureStream();
+        }
+    }
+
+    /** Called on a gRPC thread with each WriteAck. */
+    private void onAck(WriteAck ack) {
+        ackedUpTo.accumulateAndGet(ack.getSequence(), Math::max);
+    }
+
+    /** Releases the kept batches that were acknowledged (mailbox thread). */
+    private void releaseAcked() {
+        long upTo = ackedUpTo.get();
+        while (!unacked.isEmpty() && unacked.peekFirst().sequence <= upTo) {
+            unacked.pollFirst().data.close();
+        }
+    }
+
+    /** Sends the buffer and waits until every sent batch is acknowledged, reconnecting as needed. */
+    private void awaitAllAcked() throws InterruptedException {
+        sendBatch();
+        long deadline = System.currentTimeMillis() + RECONNECT_TIMEOUT_MS;
+        while (true) {
+            ensureStream();
+            releaseAcked();
+            if (unacked.isEmpty()) {
+                return;
+            }
+            try {
+                stream.awaitAcks();
+            } catch (SetatsGatewayException e) {
+                if (!e.isRetryable() || System.currentTimeMillis() > deadline) {
+                    throw e;
+                }
+                LOG.warn("Setats sink writer {}: {}; reconnecting", subtask, e.getMessage());
+                abandonStream();
+                Thread.sleep(100);
+            }
+            releaseAcked();
+            if (unacked.isEmpty()) {
+                return;
+            }
+        }
+    }
+
+    /**
+     * At-least-once: sends the buffer and blocks until the gateway acknowledged every sent batch
+     * as durable. Exactly-once: the same for the staged rows (the commit comes from the
+     * committer).
+     *
+     * @throws SetatsGatewayException with the gateway's message on error
      */
     @Override
     public void flush(boolean endOfInput) throws IOException, InterruptedException {
-        sendBatch();
-        if (stream != null) {
-            stream.awaitAcks();
+        if (stream == null && batch.rowCount() == 0 && unacked.isEmpty()) {
+            return;
         }
+        awaitAllAcked();
+    }
+
+    /**
+     * Exactly-once: every row staged since the last snapshot is durable (flush ran before); ends
+     * the staging stream and returns the committable naming them, or nothing when no row was
+     * staged. At-least-once: nothing.
+     */
+    @Override
+    public Collection<SetatsCommittable> prepareCommit() throws IOException, InterruptedException {
+        if (!exactlyOnce) {
+            return Collections.emptyList();
+        }
+        awaitAllAcked();
+        if (stream != null) {
+            try {
+                stream.complete();
+            } catch (SetatsGatewayException e) {
+                if (!e.isRetryable()) {
+                    throw e;
+                }
+                stream.close(); // every batch is acknowledged: nothing is lost
+            }
+            stream = null;
+        }
+        if (stagedRows == 0) {
+            return Collections.emptyList();
+        }
+        SetatsCommittable c =
+                new SetatsCommittable(
+                        commitUser,
+                        subtask,
+                        stagingCheckpoint,
+                        sink.database(),
+                        sink.table(),
+                        stagedRows);
+        stagedRows = 0;
+        return Collections.singletonList(c);
+    }
+
+    /**
+     * Exactly-once: the rows from now on are staged for the checkpoint after {@code
+     * checkpointId}; the state is (commit user, subtask). At-least-once: no state.
+     */
+    @Override
+    public List<SetatsWriterState> snapshotState(long checkpointId) throws IOException {
+        if (!exactlyOnce) {
+            return Collections.emptyList();
+        }
+        SetatsSinkTestHooks.Hook hook = SetatsSinkTestHooks.afterPrepareCommit;
+        if (hook != null) {
+            try {
+                hook.run(subtask, checkpointId);
+            } catch (IOException | RuntimeException e) {
+                throw e;
+            } catch (Exception e) {
+                throw new IOException(e);
+            }
+        }
+        stagingCheckpoint = checkpointId + 1;
+        return Collections.singletonList(new SetatsWriterState(commitUser, subtask));
     }
 
     @Override
@@ -172,7 +521,8 @@ public final class SetatsSinkWriter<IN> implements SinkWriter<IN> {
         closed = true;
         try {
             if (stream != null) {
-                if (!stream.failed() && stream.ackedBatches() == stream.sentBatches()) {
+                releaseAcked();
+                if (!stream.failed() && unacked.isEmpty()) {
                     stream.complete();
                 } else {
                     stream.close();
@@ -180,6 +530,10 @@ public final class SetatsSinkWriter<IN> implements SinkWriter<IN> {
             }
         } finally {
             try {
+                for (Sent s : unacked) {
+                    s.data.close();
+                }
+                unacked.clear();
                 batch.close();
             } finally {
                 client.close();
