@@ -257,6 +257,29 @@ func TestAuthorizeEveryCall(t *testing.T) {
 			_, err := g.put(&flight.FlightDescriptor{Type: flight.DescriptorPATH, Path: []string{"shop", "orders"}}, rec)
 			return err
 		}},
+		{"abort-staged", "write", "shop.orders", func(g *testGateway, user string) error {
+			return g.action(ActionAbortStaged, &setatspb.AbortStagedRequest{Database: "shop", Table: "orders",
+				CommitUser: "abort-" + user}, &setatspb.AbortStagedResponse{})
+		}},
+		{"commit-staged", "write", "shop.orders", func(ug *testGateway, user string) error {
+			// admin stages a row for (commit-<user>, 0, checkpoint 1); the user commits it.
+			a := g.asUser("admin")
+			a.t = ug.t
+			cu := "commit-" + user
+			abort := &setatspb.AbortStagedResponse{}
+			if err := a.action(ActionAbortStaged, &setatspb.AbortStagedRequest{Database: "shop", Table: "orders",
+				CommitUser: cu}, abort); err != nil {
+				ug.t.Fatal(err)
+			}
+			rec := intStrRecord(a.mem, nil, []int32{5}, []string{"e"})
+			defer rec.Release()
+			if _, err := a.put(writeCmd(ug.t, &setatspb.WriteCommand{Database: "shop", Table: "orders",
+				Staging: &setatspb.StagingTarget{CommitUser: cu, CheckpointId: 1, Epoch: abort.GetEpoch()}}), rec); err != nil {
+				ug.t.Fatal(err)
+			}
+			return ug.action(ActionCommitStaged, &setatspb.CommitStagedRequest{Database: "shop", Table: "orders",
+				CommitUser: cu, CheckpointId: 1}, &setatspb.CommitStagedResponse{})
+		}},
 		{"create-table if exists", "write|read", "shop.orders", func(g *testGateway, _ string) error {
 			return g.action(ActionCreateTable, &setatspb.CreateTableRequest{IgnoreIfExists: true,
 				Spec: &setatspb.TableSpec{Database: "shop", Table: "orders", Columns: idV, PrimaryKey: []string{"id"}}}, &setatspb.TableInfo{})
