@@ -240,6 +240,99 @@ class SetatsSinkExactlyOnceITCase {
         }
     }
 
+    /**
+     * Rows buffered in the writer (not yet sent) when a stream fails survive the reconnect: the
+     * writer resends the unacknowledged batches and then sends the buffer. Regression test: the
+     * resend used to load the kept batches into the buffer's Arrow root and reset it, dropping the
+     * buffered rows (found by changelogEqualsFailureFreeRun with a gateway SIGKILL).
+     */
+    @Test
+    void bufferedRowsSurviveReconnect() throws Exception {
+        String t = table("buffered");
+        SERIALIZED.set(0);
+        RECONNECTED.set(false);
+        AtomicInteger asked = new AtomicInteger();
+        // Batch 0 (rows 1-3) is sent; its ack is dropped once rows 4 and 5 are in the buffer, so
+        // the stream fails while they wait there. The second ack of batch 0 (the resend on the
+        // new stream) releases the source, which then sends row 6 and ends.
+        SetatsSinkTestHooks.dropAck =
+                (subtask, sequence) -> {
+                    if (sequence != 0) {
+                        return false;
+                    }
+                    if (asked.getAndIncrement() > 0) {
+                        RECONNECTED.set(true);
+                        return false;
+                    }
+                    long deadline = System.currentTimeMillis() + 30_000;
+                    while (SERIALIZED.get() < 5 && System.currentTimeMillis() < deadline) {
+                        try {
+                            Thread.sleep(5);
+                        } catch (InterruptedException e) {
+                            Thread.currentThread().interrupt();
+                            break;
+                        }
+                    }
+                    return true;
+                };
+        StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
+        env.setParallelism(1);
+        env.addSource(new ReconnectGatedSource())
+                .returns(InternalTypeInfo.of(ROW_TYPE))
+                .sinkTo(
+                        sink(t, MergeEngine.DEDUPLICATE, DeliveryGuarantee.AT_LEAST_ONCE)
+                                .setBufferRows(3)
+                                .setFlushInterval(java.time.Duration.ofHours(1))
+                                .setSerializer(new CountingSerializer())
+                                .build());
+        env.execute("buffered rows");
+        assertThat(RECONNECTED.get()).as("the writer reconnected").isTrue();
+        try (GatewayClient c = GATEWAY.client()) {
+            List<String> got = new ArrayList<>();
+            for (ChangelogRow r : ChangelogReader.readAll(c, DB, t)) {
+                got.add(r.kind.shortString() + r.values);
+            }
+            Collections.sort(got);
+            assertThat(got)
+                    .containsExactly(
+                            "+I[1, r1]", "+I[2, r2]", "+I[3, r3]", "+I[4, r4]", "+I[5, r5]", "+I[6, r6]");
+        }
+    }
+
+    static final AtomicInteger SERIALIZED = new AtomicInteger();
+    static final java.util.concurrent.atomic.AtomicBoolean RECONNECTED =
+            new java.util.concurrent.atomic.AtomicBoolean();
+
+    /** Counts the rows the writer serializes (it buffers each right after). */
+    static final class CountingSerializer
+            implements io.setats.flink.sink.serializer.SetatsRecordSerializer<RowData> {
+        private static final long serialVersionUID = 1L;
+
+        @Override
+        public RowData serialize(RowData element) {
+            SERIALIZED.incrementAndGet();
+            return element;
+        }
+    }
+
+    /** Emits rows 1-5, waits until the writer reconnected, then emits row 6. */
+    static final class ReconnectGatedSource implements SourceFunction<RowData> {
+        @Override
+        public void run(SourceContext<RowData> ctx) throws Exception {
+            for (int i = 1; i <= 5; i++) {
+                ctx.collect(row(RowKind.INSERT, i, "r" + i));
+            }
+            long deadline = System.currentTimeMillis() + 60_000;
+            while (!RECONNECTED.get() && System.currentTimeMillis() < deadline) {
+                Thread.sleep(5);
+            }
+            ctx.collect(row(RowKind.INSERT, 6, "r6"));
+        }
+
+        @Override
+        public void cancel() {}
+    }
+
     // --------------------------------------------------------------------------------------------
     // The lost update (issue 9): a replay must not overwrite a newer value of another writer
     // --------------------------------------------------------------------------------------------

@@ -261,8 +261,16 @@ public final class SetatsSinkWriter<IN>
         }
     }
 
-    /** Loads a kept batch into the root and puts it on the stream. */
+    /**
+     * Loads a kept batch into the root and puts it on the stream. The root is the buffer's, so
+     * the buffer must be empty (callers send it first): loading would overwrite buffered rows.
+     */
     private void transmit(Sent s) throws InterruptedException {
+        if (batch.rowCount() != 0) {
+            throw new IllegalStateException(
+                    "Setats sink writer " + subtask + ": resend with " + batch.rowCount()
+                            + " buffered rows would lose them");
+        }
         new VectorLoader(batch.root()).load(s.data);
         try {
             stream.putNext();
@@ -391,9 +399,18 @@ public final class SetatsSinkWriter<IN>
         stream = s;
     }
 
-    /** Mailbox action after a stream failure: reconnect now, or fail the task. */
+    /**
+     * Mailbox action after a stream failure: reconnect now, or fail the task. Buffered rows are
+     * sent as a batch first (the resend reuses the buffer's Arrow root), so the reconnect resends
+     * them with the unacknowledged batches.
+     */
     private void onStreamFailure() throws InterruptedException {
-        if (!closed) {
+        if (closed) {
+            return;
+        }
+        if (batch.rowCount() > 0) {
+            sendBatch();
+        } else {
             ensureStream();
         }
     }
