@@ -2,12 +2,12 @@ package gatewaytest
 
 import (
 	"context"
-
 	"fmt"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/setats/setats/proto/setatspb"
 )
