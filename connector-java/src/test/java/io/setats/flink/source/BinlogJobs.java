@@ -164,9 +164,20 @@ final class BinlogJobs {
         }
     }
 
-    /** binlog-progress of one slot. */
+    /** binlog-progress of one slot; empty while the slot does not exist yet. */
     static List<ProgressRow> progress(SetatsGatewayProcess gateway, String db, String table, String slot) {
         try (GatewayClient c = gateway.client()) {
+            return progressOf(c, db, table, slot);
+        } catch (io.setats.flink.client.SetatsGatewayException e) {
+            if (e.isNotFound()) {
+                return Collections.emptyList();
+            }
+            throw e;
+        }
+    }
+
+    private static List<ProgressRow> progressOf(GatewayClient c, String db, String table, String slot) {
+        {
             return c.action(
                             "binlog-progress",
                             SlotRequest.newBuilder().setDatabase(db).setTable(table).setSlot(slot).build(),

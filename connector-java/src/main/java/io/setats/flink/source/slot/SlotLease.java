@@ -40,6 +40,7 @@ public final class SlotLease {
     private final SetatsSourceConfig config;
     private final String slot;
     private final String owner;
+    private volatile boolean acquired;
 
     public SlotLease(SetatsSourceConfig config, String owner) {
         this.config = config;
@@ -70,6 +71,7 @@ public final class SlotLease {
      */
     public Map<TableBucket, Long> acquire(GatewayClient client, boolean reset) {
         SlotInfo info = call(client, reset, "start");
+        acquired = true;
         if (info.getCreated()) {
             LOG.info("Created slot '{}' of table {} for job {}", slot, config.tablePath(), owner);
         }
@@ -99,8 +101,14 @@ public final class SlotLease {
         }
     }
 
-    /** Gives the slot up (the job stops); its sync points stay. Failures are only logged. */
+    /**
+     * Gives the slot up (the job stops); its sync points stay. Nothing when it was never acquired;
+     * failures are only logged.
+     */
     public void release(GatewayClient client) {
+        if (!acquired) {
+            return;
+        }
         try {
             client.action(
                     "binlog-release-slot",

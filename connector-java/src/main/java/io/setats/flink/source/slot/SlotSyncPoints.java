@@ -114,6 +114,7 @@ public final class SlotSyncPoints implements AutoCloseable {
                             .build());
         }
         taken.put(checkpointId, points);
+        LOG.debug("Checkpoint {} of slot '{}' of table {} stores points {}", checkpointId, slot, config.tablePath(), points);
     }
 
     /** The checkpoint was aborted: its points are never registered. */
@@ -130,6 +131,8 @@ public final class SlotSyncPoints implements AutoCloseable {
     public void checkpointCompleted(long checkpointId) {
         List<SyncPointPosition> points = taken.get(checkpointId);
         taken.headMap(checkpointId, true).clear();
+        LOG.info("Checkpoint {} completed: registering sync points {} in slot '{}' of table {}",
+                checkpointId, points, slot, config.tablePath());
         if (points == null || points.isEmpty()) {
             return;
         }
