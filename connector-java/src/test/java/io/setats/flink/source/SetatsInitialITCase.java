@@ -265,7 +265,9 @@ class SetatsInitialITCase {
         StreamExecutionEnvironment second = env(cluster, 1, checkpoint, false);
         try (CloseableIterator<String> it2 =
                 second.fromSource(source("s8", StartupMode.INITIAL), WatermarkStrategy.noWatermarks(), "s8")
-                        .uid("setats-s8").map(s -> s).returns(Types.STRING).collectAsync()) {
+                        .uid("setats-s8")
+                        // two maps: not the first job's topology, so the collect sink's state is not restored
+                        .map(s -> s).returns(Types.STRING).map(s -> s).returns(Types.STRING).collectAsync()) {
             second.executeAsync("s8 restored");
             awaitOpenChangelogStreams(GATEWAY, 2);
             put("s8", Collections.singletonList(insert(9, "new")));
@@ -288,7 +290,9 @@ class SetatsInitialITCase {
         StreamExecutionEnvironment second = env(cluster, 1, checkpoint, false);
         try (CloseableIterator<String> it2 =
                 second.fromSource(source("s9", StartupMode.INITIAL), WatermarkStrategy.noWatermarks(), "s9")
-                        .uid("setats-s9").map(s -> s).returns(Types.STRING).collectAsync()) {
+                        .uid("setats-s9")
+                        // two maps: not the first job's topology, so the collect sink's state is not restored
+                        .map(s -> s).returns(Types.STRING).map(s -> s).returns(Types.STRING).collectAsync()) {
             second.executeAsync("s9 restored as initial");
             awaitOpenChangelogStreams(GATEWAY, 1);
             put("s9", Collections.singletonList(insert(3, "new")));
