@@ -141,6 +141,27 @@ class SetatsSlotITCase {
         assertThat(running(table, slot).get(0).getConsumedOffset()).as("running point of %s", slot).isEqualTo(offset);
     }
 
+    /**
+     * Triggers checkpoints of {@code job} until the slot's checkpoint progress satisfies {@code ok}
+     * (the registration follows each completed checkpoint asynchronously; a checkpoint may also
+     * come before a split was assigned). Returns the last rows seen.
+     */
+    private static List<ProgressRow> checkpointUntil(
+            MiniCluster cluster, JobClient job, String table, String slot, Predicate<List<ProgressRow>> ok)
+            throws Exception {
+        long deadline = System.currentTimeMillis() + BinlogJobs.DEADLINE_S * 1000;
+        List<ProgressRow> rows = BinlogJobs.checkpointProgress(GATEWAY, DB, table, slot);
+        while (!ok.test(rows) && System.currentTimeMillis() < deadline) {
+            cluster.triggerCheckpoint(job.getJobID()).get(60, TimeUnit.SECONDS);
+            long until = System.currentTimeMillis() + 2_000;
+            do {
+                Thread.sleep(50);
+                rows = BinlogJobs.checkpointProgress(GATEWAY, DB, table, slot);
+            } while (!ok.test(rows) && System.currentTimeMillis() < until);
+        }
+        return rows;
+    }
+
     private static long checkpointPoint(String table, String slot) {
         return BinlogJobs.checkpointProgress(GATEWAY, DB, table, slot).get(0).getConsumedOffset();
     }
@@ -185,17 +206,14 @@ class SetatsSlotITCase {
         put("s1", insert(1, "a"), insert(2, "b"));
         StreamExecutionEnvironment first = env(cluster, 1, null, false);
         first.enableCheckpointing(3_600_000); // only the checkpoints triggered below
-        CloseableIterator<String> it1 =
-                first.fromSource(source("s1", StartupMode.EARLIEST, "s1", 1), WatermarkStrategy.noWatermarks(), "s1")
-                        .map(new FailingSnapshot())
-                        .disableChaining() // its snapshot runs after the source's, in another task
-                        .collectAsync();
+        first.fromSource(source("s1", StartupMode.EARLIEST, "s1", 1), WatermarkStrategy.noWatermarks(), "s1")
+                .map(new FailingSnapshot())
+                .disableChaining() // its snapshot runs after the source's, in another task
+                .sinkTo(new DiscardingSink<>());
         JobClient job1 = first.executeAsync("s1 first run");
         try {
             awaitRunning("s1", "s1", 2); // both rows emitted
-            cluster.triggerCheckpoint(job1.getJobID()).get(60, TimeUnit.SECONDS);
-            assertThat(take(it1, 2)).containsExactly("+I[1, a]", "+I[2, b]");
-            List<ProgressRow> p = awaitCheckpointProgress(GATEWAY, DB, "s1", "s1",
+            List<ProgressRow> p = checkpointUntil(cluster, job1, "s1", "s1",
                     rows -> rows.size() == 1 && rows.get(0).getConsumedOffset() == 2);
             assertThat(p.get(0).getConsumedOffset()).isEqualTo(2);
 
@@ -206,7 +224,10 @@ class SetatsSlotITCase {
             assertThat(awaitTerminal(job1)).isEqualTo(JobStatus.FAILED);
         } finally {
             FailingSnapshot.failNext = false;
-            it1.close();
+            if (!job1.getJobStatus().get(60, TimeUnit.SECONDS).isGloballyTerminalState()) {
+                job1.cancel().get(60, TimeUnit.SECONDS);
+                awaitTerminal(job1);
+            }
         }
         awaitOpenChangelogStreams(GATEWAY, 0);
         assertThat(checkpointPoint("s1", "s1")).as("checkpoint 2 never completed").isEqualTo(2);
@@ -296,10 +317,11 @@ class SetatsSlotITCase {
         }
     }
 
-    /** S5: retention removed rows a stopped slot needed: it is lost, and a restart names slot, bucket, range. */
+    /** S5: retention removed rows a stopped slot needed (offset 1): it is lost, and a restart names slot, bucket and the lost range [1, 2). */
     @Test
     void aLostSlotFailsNamingTheBucketAndTheLostOffsets(@InjectMiniCluster MiniCluster cluster) throws Exception {
         createTable("s5", 1, Collections.singletonMap("changelog.retention.ms", "1000"));
+        put("s5", insert(0, "z")); // offset 0: the bucket exists; the 'latest' job starts at 1
         StreamExecutionEnvironment first = env(cluster, 1, null, false);
         first.enableCheckpointing(3_600_000);
         first.fromSource(source("s5", StartupMode.LATEST, "s5slot", 5000), WatermarkStrategy.noWatermarks(), "s5")
@@ -307,16 +329,15 @@ class SetatsSlotITCase {
         JobClient job1 = first.executeAsync("s5 first run");
         try {
             awaitOpenChangelogStreams(GATEWAY, 1);
-            cluster.triggerCheckpoint(job1.getJobID()).get(60, TimeUnit.SECONDS);
-            awaitCheckpointProgress(GATEWAY, DB, "s5", "s5slot", rows -> !rows.isEmpty() && rows.get(0).getRegistered());
-            assertThat(checkpointPoint("s5", "s5slot")).isZero();
+            checkpointUntil(cluster, job1, "s5", "s5slot", rows -> !rows.isEmpty() && rows.get(0).getRegistered());
+            assertThat(checkpointPoint("s5", "s5slot")).isEqualTo(1);
         } finally {
             job1.cancel().get(60, TimeUnit.SECONDS);
             awaitTerminal(job1);
         }
         awaitOpenChangelogStreams(GATEWAY, 0);
 
-        put("s5", insert(1, "a")); // offset 0, removed by retention after 1 s
+        put("s5", insert(1, "a")); // offset 1, removed by retention after 1 s
         long deadline = System.currentTimeMillis() + BinlogJobs.DEADLINE_S * 1000;
         while (slot("s5", "s5slot").getStatus() != SlotStatus.SLOT_LOST && System.currentTimeMillis() < deadline) {
             Thread.sleep(100);
@@ -331,45 +352,57 @@ class SetatsSlotITCase {
                 .hasStackTraceContaining("OUT_OF_RANGE")
                 .hasStackTraceContaining("s5slot")
                 .hasStackTraceContaining("bucket 0")
-                .hasStackTraceContaining("[0, 1)");
+                .hasStackTraceContaining("[1, 2)");
     }
 
     /**
-     * Idle buckets commit their end offset: 4 buckets, rows only in bucket 0; after checkpoints
-     * every bucket's checkpoint point is registered at its end and unconsumed rows and lag read 0.
+     * Idle buckets commit their end offset: 4 buckets with rows, a 'latest' job whose splits never
+     * emit a row, then rows in bucket 0 only: after checkpoints every bucket's checkpoint point is
+     * registered at its end, unconsumed rows and lag read 0 (a reader that registered only the
+     * buckets that emitted would leave three buckets unregistered).
      */
     @Test
     void idleBucketsCommitTheirEndOffsetSoLagReadsZero(@InjectMiniCluster MiniCluster cluster) throws Exception {
         createTable("idle", 4, Collections.emptyMap());
         List<RowData> rows = new ArrayList<>();
-        for (int k : intKeysInBucket(KV, "id", 4, 0, 0, 5)) {
-            rows.add(insert(k, "v"));
+        for (int b = 0; b < 4; b++) {
+            for (int k : intKeysInBucket(KV, "id", 4, b, 0, 2)) {
+                rows.add(insert(k, "v"));
+            }
         }
         put("idle", rows.toArray(new RowData[0]));
         StreamExecutionEnvironment env = env(cluster, 2, null, false);
         env.enableCheckpointing(3_600_000);
-        CloseableIterator<String> it =
-                env.fromSource(source("idle", StartupMode.EARLIEST, "idleslot", 5000), WatermarkStrategy.noWatermarks(), "idle")
-                        .map(new BinlogJobs.Count("idle")).returns(Types.STRING)
-                        .collectAsync();
+        env.fromSource(source("idle", StartupMode.LATEST, "idleslot", 5000), WatermarkStrategy.noWatermarks(), "idle")
+                .map(new BinlogJobs.Count("idle")).returns(Types.STRING)
+                .sinkTo(new DiscardingSink<>());
         JobClient job = env.executeAsync("idle");
+        Predicate<List<ProgressRow>> caughtUp =
+                l -> l.size() == 4 && l.stream().allMatch(r -> r.getRegistered() && r.getUnconsumed() == 0);
         try {
             awaitOpenChangelogStreams(GATEWAY, 4);
+            List<ProgressRow> p = checkpointUntil(cluster, job, "idle", "idleslot", caughtUp);
+            assertThat(p).as("4 idle buckets registered at their end").hasSize(4).allMatch(r -> r.getRegistered()
+                    && r.getConsumedOffset() == 2 && r.getUnconsumed() == 0 && r.getLagMs() == 0);
+
+            List<RowData> more = new ArrayList<>();
+            for (int k : intKeysInBucket(KV, "id", 4, 0, 1000, 5)) {
+                more.add(insert(k, "w"));
+            }
+            put("idle", more.toArray(new RowData[0]));
             BinlogJobs.awaitCount("idle", 5);
-            cluster.triggerCheckpoint(job.getJobID()).get(60, TimeUnit.SECONDS);
-            cluster.triggerCheckpoint(job.getJobID()).get(60, TimeUnit.SECONDS);
-            List<ProgressRow> p = awaitCheckpointProgress(GATEWAY, DB, "idle", "idleslot",
-                    l -> l.size() == 4 && l.stream().allMatch(r -> r.getRegistered() && r.getUnconsumed() == 0));
+            p = checkpointUntil(cluster, job, "idle", "idleslot",
+                    l -> caughtUp.test(l) && l.stream().anyMatch(r -> r.getBucket() == 0 && r.getConsumedOffset() == 7));
             assertThat(p).hasSize(4);
             for (ProgressRow r : p) {
                 assertThat(r.getRegistered()).as("bucket %d registered", r.getBucket()).isTrue();
-                assertThat(r.getConsumedOffset()).isEqualTo(r.getEndOffset());
+                assertThat(r.getConsumedOffset()).isEqualTo(r.getEndOffset()).isEqualTo(r.getBucket() == 0 ? 7 : 2);
                 assertThat(r.getUnconsumed()).isZero();
                 assertThat(r.getLagMs()).as("lag of bucket %d", r.getBucket()).isZero();
             }
         } finally {
-            job.cancel();
-            it.close();
+            job.cancel().get(60, TimeUnit.SECONDS);
+            awaitTerminal(job);
         }
     }
 
@@ -389,8 +422,7 @@ class SetatsSlotITCase {
         JobClient job = env.executeAsync("s10");
         try {
             awaitRunning("s10", "s10slot", 6);
-            cluster.triggerCheckpoint(job.getJobID()).get(60, TimeUnit.SECONDS);
-            awaitCheckpointProgress(GATEWAY, DB, "s10", "s10slot", l -> !l.isEmpty() && l.get(0).getConsumedOffset() == 6);
+            checkpointUntil(cluster, job, "s10", "s10slot", l -> !l.isEmpty() && l.get(0).getConsumedOffset() == 6);
             put("s10", insert(6, "v"), insert(7, "v"), insert(8, "v"), insert(9, "v"));
             awaitRunning("s10", "s10slot", 10);
             ProgressRow cp = BinlogJobs.checkpointProgress(GATEWAY, DB, "s10", "s10slot").get(0);
