@@ -264,7 +264,12 @@ class SetatsSlotITCase {
             jobA.cancel().get(60, TimeUnit.SECONDS);
             awaitTerminal(jobA);
         }
-        // Cancelled, A released the slot: its owner is gone at once (not only after the lease).
+        // Cancelled, A released the slot when its enumerator closed: the owner is gone without
+        // waiting for the 60 s lease.
+        long deadline = System.currentTimeMillis() + 30_000;
+        while (!slot("s3", "shared").getOwner().isEmpty() && System.currentTimeMillis() < deadline) {
+            Thread.sleep(50);
+        }
         assertThat(slot("s3", "shared").getOwner()).isEmpty();
     }
 
