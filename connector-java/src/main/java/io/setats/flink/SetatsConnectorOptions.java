@@ -312,7 +312,7 @@ public final class SetatsConnectorOptions {
     /** CatalogType is the value of {@link #CATALOG_TYPE}; {@code toString} is the option value. */
     public enum CatalogType implements DescribedEnum {
         hadoop("Table metadata under the warehouse (served by the gateway)."),
-        hive("Hive Metastore at 'uri' (the gateway answers FailedPrecondition until it lands).");
+        hive("Hive Metastore at 'uri' (thrift URIs, comma separated, tried in order).");
 
         private final String description;
 
