@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/url"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/apache/thrift/lib/go/thrift"
@@ -88,18 +90,19 @@ const connectTimeout = 5 * time.Second
 // maxIdle bounds the idle connections kept per catalog.
 const maxIdle = 4
 
-// get returns an idle connection or dials the URIs in order; every address failing is
-// KindUnavailable naming each URI and its error.
-func (m *metastore) get(ctx context.Context) (*conn, error) {
+// get returns an idle connection (reused true) or dials the URIs in order; every address
+// failing is ErrUnavailable naming each URI and its error.
+func (m *metastore) get(ctx context.Context) (c *conn, reused bool, err error) {
 	m.mu.Lock()
 	if n := len(m.idle); n > 0 {
 		c := m.idle[n-1]
 		m.idle = m.idle[:n-1]
 		m.mu.Unlock()
-		return c, nil
+		return c, true, nil
 	}
 	m.mu.Unlock()
-	return m.dial(ctx)
+	c, err = m.dial(ctx)
+	return c, false, err
 }
 
 func (m *metastore) dial(ctx context.Context) (*conn, error) {
@@ -170,22 +173,38 @@ func (m *metastore) closeAll() {
 	m.idle = nil
 }
 
-// do runs fn on a connection. A transport failure on a reused idle connection (the metastore
-// restarted, or failed over) is retried once on a fresh dial when idempotent; any other
-// transport failure is KindUnavailable naming the URIs.
+// do runs fn on a connection. A connection that sat idle may have died meanwhile (the
+// metastore restarted, or the first URI went away while the next one still serves):
+//   - a transport failure on a reused connection closes every idle connection; an idempotent fn
+//     is then retried once on a fresh dial, which tries the URIs in order again;
+//   - before a fn that is not idempotent (create, drop, alter) a reused connection is checked
+//     with fb303 getStatus, so that a write is never sent on a dead connection and lost there.
+//
+// Any other transport failure is ErrUnavailable naming the URIs and the address that failed.
 func (m *metastore) do(ctx context.Context, idempotent bool, fn func(c *conn) error) error {
 	for attempt := 0; ; attempt++ {
-		m.mu.Lock()
-		reused := len(m.idle) > 0
-		m.mu.Unlock()
-		c, err := m.get(ctx)
+		c, reused, err := m.get(ctx)
 		if err != nil {
 			return err
+		}
+		if reused && !idempotent {
+			if _, perr := c.client.GetStatus(ctx); perr != nil && isTransport(perr) {
+				c.close()
+				m.closeAll()
+				if attempt == 0 {
+					continue
+				}
+				return catalog.Errorf(catalog.ErrUnavailable, "Hive Metastore unavailable at %s (thrift://%s: %v)",
+					m.uriList, c.addr, perr)
+			}
 		}
 		err = fn(c)
 		m.put(c, err)
 		if err == nil || !isTransport(err) {
 			return err
+		}
+		if reused {
+			m.closeAll()
 		}
 		if !(reused && idempotent && attempt == 0) {
 			return catalog.Errorf(catalog.ErrUnavailable, "Hive Metastore unavailable at %s (thrift://%s: %v)",
@@ -194,8 +213,13 @@ func (m *metastore) do(ctx context.Context, idempotent bool, fn func(c *conn) er
 	}
 }
 
-// isTransport reports whether err is a connection-level failure (as opposed to an answer).
+// isTransport reports whether err is a connection-level failure (as opposed to an answer): a
+// thrift transport or protocol error, a network error, or the connection closed under a call.
 func isTransport(err error) bool {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, net.ErrClosed) {
+		return true
+	}
 	var te thrift.TTransportException
 	if errors.As(err, &te) {
 		return true

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -363,6 +364,113 @@ func TestConformanceFailover(t *testing.T) {
 			}
 			if err := c.DropDatabase(db, false, true); err != nil {
 				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// proxy forwards TCP connections from a loopback port to a metastore; close cuts the port and
+// every forwarded connection, as a metastore host going away does.
+type proxy struct {
+	l        net.Listener
+	mu       sync.Mutex
+	conns    []net.Conn
+	accepted int
+}
+
+func startProxy(t *testing.T, target string) *proxy {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proxy{l: l}
+	go func() {
+		for {
+			in, err := l.Accept()
+			if err != nil {
+				return
+			}
+			out, err := net.Dial("tcp", target)
+			if err != nil {
+				in.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.accepted++
+			p.conns = append(p.conns, in, out)
+			p.mu.Unlock()
+			go func() { _, _ = io.Copy(out, in); out.Close() }()
+			go func() { _, _ = io.Copy(in, out); in.Close() }()
+		}
+	}()
+	t.Cleanup(p.close)
+	return p
+}
+
+func (p *proxy) uri() string { return "thrift://" + p.l.Addr().String() }
+
+func (p *proxy) close() {
+	p.l.Close()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
+}
+
+func (p *proxy) count() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.accepted
+}
+
+// The first URI serves, then goes away while the catalog holds idle connections to it: the
+// next calls, a write first, go to the second URI; nothing is lost or applied twice.
+func TestConformanceFailoverMidSession(t *testing.T) {
+	for _, tg := range targets(t)[1:] {
+		t.Run(tg.name, func(t *testing.T) {
+			tg.open(t, t.TempDir()) // skips without the metastore
+			addrs, err := ParseURIs(tg.uri)
+			if err != nil {
+				t.Fatal(err)
+			}
+			first := startProxy(t, addrs[0])
+			wh := t.TempDir()
+			c := openHive(t, wh, first.uri()+","+tg.uri)
+			db := uniqueDB("midfail")
+			if err := c.CreateDatabase(db, false); err != nil {
+				t.Fatal(err)
+			}
+			before, err := c.CreateTable(simpleSpec(db, "t1"), false, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if first.count() == 0 {
+				t.Fatal("the first URI was not used")
+			}
+			first.close()
+			// A write first (create_database: no read before it): it must not be sent on the
+			// dead idle connection.
+			if err := c.CreateDatabase(db+"_b", false); err != nil {
+				t.Fatalf("CreateDatabase after the first URI went away: %v", err)
+			}
+			if _, err := c.CreateTable(simpleSpec(db, "t2"), false, false); err != nil {
+				t.Fatalf("CreateTable after the first URI went away: %v", err)
+			}
+			got, err := c.GetTable(db, "t1")
+			if err != nil || got.TableID() != before.TableID() {
+				t.Fatalf("GetTable after failover = %v, %v; want table id %s", got, err, before.TableID())
+			}
+			names, err := c.ListTables(db)
+			if err != nil || strings.Join(names, ",") != "t1,t2" {
+				t.Fatalf("ListTables after failover = %v, %v", names, err)
+			}
+			for _, d := range []string{db, db + "_b"} {
+				if err := c.DropDatabase(d, false, true); err != nil {
+					t.Fatal(err)
+				}
 			}
 		})
 	}

@@ -130,10 +130,11 @@ func checkName(kind, name string) error {
 	return nil
 }
 
-// classify turns a metastore answer into a typed error; what names the object.
+// classify turns a metastore answer into a typed error; what names the object. A transport
+// failure is returned as it is: metastore.do retries it or makes it ErrUnavailable.
 func classify(err error, what string) error {
-	if err == nil {
-		return nil
+	if err == nil || isTransport(err) {
+		return err
 	}
 	var ce *catalog.Error
 	if errors.As(err, &ce) {

@@ -4,6 +4,7 @@ import io.setats.flink.SetatsConnectorOptions;
 import io.setats.flink.SetatsConnectorOptions.CatalogType;
 import io.setats.flink.SetatsConnectorOptions.MergeEngine;
 import io.setats.flink.SetatsOptionsUtil;
+import io.setats.flink.client.ConnectionOptions;
 import io.setats.flink.client.GatewayClient;
 import io.setats.flink.client.SetatsGatewayException;
 import io.setats.flink.utils.SetatsTypes;
@@ -84,7 +85,7 @@ public class SetatsCatalog extends AbstractCatalog {
                             SetatsConnectorOptions.PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE.key(),
                             SetatsConnectorOptions.CHANGELOG_RETENTION_MS.key()));
 
-    private final String managerUrl;
+    private final ConnectionOptions connection;
     private final Map<String, String> connectorOptions;
     private final CatalogContext catalogContext;
     private final String warehouse;
@@ -92,7 +93,7 @@ public class SetatsCatalog extends AbstractCatalog {
 
     public SetatsCatalog(String name, ReadableConfig options) {
         super(name, options.get(SetatsCatalogFactory.DEFAULT_DATABASE));
-        this.managerUrl = SetatsOptionsUtil.managerUrl(options).toString();
+        this.connection = SetatsOptionsUtil.connectionOptions(options);
         this.warehouse = options.get(SetatsConnectorOptions.WAREHOUSE);
         CatalogType type = options.getOptional(SetatsConnectorOptions.CATALOG_TYPE).orElse(CatalogType.hadoop);
         String uri = options.getOptional(SetatsConnectorOptions.URI).orElse("").trim();
@@ -118,6 +119,10 @@ public class SetatsCatalog extends AbstractCatalog {
         if (!uri.isEmpty()) {
             o.put(SetatsConnectorOptions.URI.key(), uri);
         }
+        // The credentials and the CA go to every table's source and sink (never shown by getTable).
+        options.getOptional(SetatsConnectorOptions.USERNAME).ifPresent(v -> o.put(SetatsConnectorOptions.USERNAME.key(), v));
+        options.getOptional(SetatsConnectorOptions.PASSWORD).ifPresent(v -> o.put(SetatsConnectorOptions.PASSWORD.key(), v));
+        options.getOptional(SetatsConnectorOptions.TLS_CA_CERT).ifPresent(v -> o.put(SetatsConnectorOptions.TLS_CA_CERT.key(), v));
         this.connectorOptions = Collections.unmodifiableMap(o);
     }
 
@@ -129,7 +134,7 @@ public class SetatsCatalog extends AbstractCatalog {
     @Override
     public void open() throws CatalogException {
         try {
-            client = GatewayClient.connect(managerUrl, catalogContext);
+            client = GatewayClient.connect(connection, catalogContext);
             client.checkWarehouse(warehouse);
         } catch (RuntimeException e) {
             if (client != null) {
@@ -137,7 +142,7 @@ public class SetatsCatalog extends AbstractCatalog {
                 client = null;
             }
             throw new CatalogException(
-                    "Catalog " + getName() + ": cannot open the Setats gateway at " + managerUrl + ": " + e.getMessage(), e);
+                    "Catalog " + getName() + ": cannot open the Setats gateway at " + connection + ": " + e.getMessage(), e);
         }
     }
 

@@ -1,6 +1,7 @@
 package io.setats.flink.catalog;
 
 import io.setats.flink.SetatsConnectorOptions;
+import io.setats.flink.SetatsOptionsUtil;
 
 import org.apache.flink.configuration.ConfigOption;
 import org.apache.flink.configuration.ConfigOptions;
@@ -22,11 +23,15 @@ import java.util.Set;
  *   'catalog-type' = 'hive',                      -- or 'hadoop' (default)
  *   'uri' = 'thrift://hms1:9083,thrift://hms2:9083',
  *   'catalog-name' = 'setats',                     -- default: the Flink catalog's name
- *   'default-database' = 'default');
+ *   'default-database' = 'default',
+ *   'username' = 'etl', 'password' = '...',        -- a user of the gateway's users file
+ *   'tls.ca-cert' = '/etc/setats/ca.pem');         -- with a grpc+tls:// manager-url
  * }</pre>
  *
- * <p>Required: manager-url, warehouse; uri with catalog-type hive. Unknown keys fail with a
- * ValidationException naming them.
+ * <p>Required: manager-url, warehouse; uri with catalog-type hive. The connection options
+ * (manager-url, username, password, tls.ca-cert; SPEC section 14) are those of the {@code setats}
+ * and {@code setats-cdc} connectors and are used by the catalog and by every table it reads or
+ * writes. Unknown keys fail with a ValidationException naming them.
  */
 public final class SetatsCatalogFactory implements CatalogFactory {
 
@@ -59,6 +64,7 @@ public final class SetatsCatalogFactory implements CatalogFactory {
         set.add(SetatsConnectorOptions.CATALOG_NAME);
         set.add(SetatsConnectorOptions.URI);
         set.add(DEFAULT_DATABASE);
+        set.addAll(SetatsOptionsUtil.connectionOptionalOptions());
         return set;
     }
 
