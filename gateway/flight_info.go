@@ -86,7 +86,7 @@ func (s *Server) parseReadDescriptor(d *flight.FlightDescriptor) (readRequest, e
 			if db == "" || table == "" {
 				return readRequest{}, status.Errorf(codes.InvalidArgument, "PATH descriptor %s: want \"db.table\"", culprit.Quote(p[0]))
 			}
-			return readRequest{cmd: &setatspb.ReadCommand{Database: db, Table: table, Snapshot: &setatspb.SnapshotRead{}}}, nil
+			return readRequest{cat: s.cat, cmd: &setatspb.ReadCommand{Database: db, Table: table, Snapshot: &setatspb.SnapshotRead{}}}, nil
 		}
 		db, table, err := pathTable(d.GetPath())
 		if err != nil {
