@@ -163,7 +163,7 @@ func TestFollowNonexistentPartitions(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ot, err := g.s.openTable("db", "parted")
+	ot, err := g.s.openTable(g.s.cat, "db", "parted")
 	if err != nil {
 		t.Fatal(err)
 	}
