@@ -1,7 +1,9 @@
 package catalog
 
 import (
+	"sort"
 	"strings"
+	"sync"
 
 	"github.com/setats/setats/proto/setatspb"
 )
@@ -14,13 +16,18 @@ type Options struct {
 	// DefaultBucketCount is the bucket count of tables created with bucket_count <= 0; <= 0 means
 	// DefaultBucketCount (4). At most MaxBucketCount.
 	DefaultBucketCount int32
+	// URIs are the Hive Metastore thrift URIs, comma separated (catalog type "hive" only).
+	URIs string
+	// CatalogName is the Flink-side catalog name (catalog-name); messages only.
+	CatalogName string
 }
 
 // Catalog keeps databases and table metadata (SPEC sections 2-3). Implementations are safe for
 // concurrent use. Errors are *Error values of the kinds ErrInvalid (bad names, bad specs),
 // ErrNotFound, ErrAlreadyExists, ErrFailedPrecondition (dropping a database that still has
-// tables without cascade, re-creating a table whose data is not removed yet), ErrInternal (file
-// system failures, naming the path).
+// tables without cascade, re-creating a table whose data is not removed yet, a Hive table that is
+// not a Setats table), ErrUnavailable (the Hive Metastore cannot be reached, naming its URIs),
+// ErrInternal (file system or metastore failures, naming the path or table).
 type Catalog interface {
 	// Warehouse returns the normalized warehouse URI, "file:///abs/path".
 	Warehouse() string
@@ -57,36 +64,99 @@ type Catalog interface {
 	DroppedTables() []*Table
 }
 
-// CatalogTypeHadoop is the catalog type served: metadata in files under the warehouse.
-const CatalogTypeHadoop = "hadoop"
+// Catalog types (SPEC section 2, catalog-type).
+const (
+	// CatalogTypeHadoop keeps metadata in files under the warehouse.
+	CatalogTypeHadoop = "hadoop"
+	// CatalogTypeHive keeps metadata in a Hive Metastore (package catalog/hive, SPEC section 12).
+	CatalogTypeHive = "hive"
+)
 
-// CheckCatalogType checks a catalog-type option (SPEC section 2): "" or "hadoop" (any case) is
-// fine; "hive" is an ErrFailedPrecondition error naming catalog-type (the Hive
-// Metastore catalog comes later, SPEC section 8); anything else is ErrInvalid naming
-// catalog-type.
-func CheckCatalogType(catalogType string) error {
-	switch strings.ToLower(strings.TrimSpace(catalogType)) {
-	case "", CatalogTypeHadoop:
-		return nil
-	case "hive":
-		return newError(ErrFailedPrecondition,
-			"catalog-type 'hive' (Hive Metastore) is not supported yet (SPEC section 8); use catalog-type 'hadoop'")
-	}
-	return errorf(ErrInvalid, "unknown catalog-type %q: want 'hadoop' (or 'hive', not supported yet)", catalogType)
+// Opener opens a catalog of one type.
+type Opener func(Options) (Catalog, error)
+
+var (
+	openersMu sync.Mutex
+	openers   = map[string]Opener{}
+)
+
+// Register makes a catalog type available to Open; package catalog/hive registers "hive" in its
+// init. Registering a type twice replaces the opener.
+func Register(catalogType string, open Opener) {
+	openersMu.Lock()
+	defer openersMu.Unlock()
+	openers[strings.ToLower(catalogType)] = open
 }
 
-// Open opens the catalog of the given type on opts.Warehouse, creating the warehouse directory
-// and the database DefaultDatabase when missing, and reading back every database and table
-// stored there (see the package doc for the layout). Drops interrupted by a crash are finished.
-// catalogType is checked by CheckCatalogType. opts.Warehouse must pass NormalizeWarehouse and
-// opts.DefaultBucketCount must be at most MaxBucketCount (InvalidArgument otherwise).
+// CatalogTypes returns the catalog types, sorted: "hadoop", "hive" (served once package
+// catalog/hive is linked in) and any other registered type.
+func CatalogTypes() []string {
+	openersMu.Lock()
+	defer openersMu.Unlock()
+	out := []string{CatalogTypeHadoop, CatalogTypeHive}
+	for t := range openers {
+		if t != CatalogTypeHadoop && t != CatalogTypeHive {
+			out = append(out, t)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// NormalizeCatalogType returns the canonical catalog type ("" means hadoop): one of
+// CatalogTypes, any case. Anything else is an ErrInvalid error naming catalog-type and the types.
+func NormalizeCatalogType(catalogType string) (string, error) {
+	t := strings.ToLower(strings.TrimSpace(catalogType))
+	if t == "" {
+		t = CatalogTypeHadoop
+	}
+	for _, k := range CatalogTypes() {
+		if k == t {
+			return t, nil
+		}
+	}
+	return "", errorf(ErrInvalid, "unknown catalog-type %q: want one of %s", truncate(catalogType, 100),
+		strings.Join(CatalogTypes(), ", "))
+}
+
+// CheckCatalogType checks a catalog-type option (SPEC section 2) as NormalizeCatalogType does.
+func CheckCatalogType(catalogType string) error {
+	_, err := NormalizeCatalogType(catalogType)
+	return err
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
+
+// Open opens the catalog of the given type (NormalizeCatalogType) with opts. The hadoop catalog
+// works on opts.Warehouse, creating the warehouse directory and the database DefaultDatabase
+// when missing, and reading back every database and table stored there (see the package doc
+// for the layout); drops interrupted by a crash are finished. opts.Warehouse must pass
+// NormalizeWarehouse and opts.DefaultBucketCount must be at most MaxBucketCount (ErrInvalid
+// otherwise). Other types are opened by their registered Opener; a type not linked into the
+// program is ErrFailedPrecondition naming catalog-type.
 func Open(catalogType string, opts Options) (Catalog, error) {
-	if err := CheckCatalogType(catalogType); err != nil {
+	t, err := NormalizeCatalogType(catalogType)
+	if err != nil {
 		return nil, err
 	}
 	if opts.DefaultBucketCount > MaxBucketCount {
 		return nil, errorf(ErrInvalid, "default bucket count %d is above the maximum %d",
 			opts.DefaultBucketCount, MaxBucketCount)
+	}
+	if t != CatalogTypeHadoop {
+		openersMu.Lock()
+		open := openers[t]
+		openersMu.Unlock()
+		if open == nil {
+			return nil, errorf(ErrFailedPrecondition,
+				"catalog-type %q is not linked into this program (import github.com/setats/setats/catalog/%s)", t, t)
+		}
+		return open(opts)
 	}
 	return openHadoop(opts)
 }

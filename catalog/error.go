@@ -28,6 +28,10 @@ func errorf(kind error, format string, args ...any) error {
 	return &Error{Kind: kind, Err: fmt.Errorf(format, args...)}
 }
 
+// Errorf returns an *Error of kind whose message is fmt.Errorf(format, args...), for the catalog
+// implementations in sub-packages (catalog/hive).
+func Errorf(kind error, format string, args ...any) error { return errorf(kind, format, args...) }
+
 // newError returns an *Error of kind with the message msg.
 func newError(kind error, msg string) error { return &Error{Kind: kind, Err: errors.New(msg)} }
 
@@ -44,6 +48,9 @@ var (
 	// that is not empty, a table that is (not) dropped, overlapping locations, an unsupported
 	// catalog type (FailedPrecondition).
 	ErrFailedPrecondition = errors.New("failed precondition")
+	// ErrUnavailable: the metadata store cannot be reached: every Hive Metastore URI failed
+	// (Unavailable).
+	ErrUnavailable = errors.New("unavailable")
 	// ErrInternal: the warehouse could not be read or written, or holds malformed metadata
 	// (Internal).
 	ErrInternal = errors.New("internal error")

@@ -5,6 +5,8 @@
 #   pgbench   e2e/pgbench/run.sh: PostgreSQL + pgbench -> Flink -> setats -> setats-cdc, checked
 #   demo      e2e/demo.sh: the README's `make demo` pipeline, its changelog counted
 #   dts       e2e/dts/run.sh: PostgreSQL + MariaDB -> subscription channels -> dts SQL and DataStream jobs, checked
+#   hive      e2e/hive/run.sh: real Hive Metastores 3.1.3 and 4.0.1 (from Maven Central), the Go
+#             catalog conformance suite and the connector's Hive ITCases against them
 # A suite whose parts are not built yet (gateway, connector, SQL runner) is skipped with a message.
 # The last line is `e2e: N passed, N failed` (checks and tests, summed over the suites).
 set -uo pipefail
@@ -68,6 +70,15 @@ if [ "$have_gateway" = 1 ] && [ "$have_flink" = 1 ]; then
   summary+=("$(printf '%-8s %s passed, %s failed (exit %s, %s)' demo "$p" "$f" "$rc" "$WORK/demo.log")")
 else
   skip demo "needs $SETATS_BIN, $CONNECTOR_JAR and $RUNNER_JAR"
+fi
+
+log "== e2e: Hive Metastore catalog (e2e/hive/run.sh)"
+if [ "$have_gateway" = 1 ]; then
+  rc=0
+  bash e2e/hive/run.sh 2>&1 | tee "$WORK/hive.log" || rc=$?
+  add_counts hive "$WORK/hive.log" "$rc"
+else
+  skip hive "$SETATS_BIN not built (gateway/cmd/setats missing)"
 fi
 
 echo

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/setats/setats/catalog"
 	"github.com/setats/setats/gateway/row"
 	"github.com/setats/setats/gateway/store"
 	"github.com/setats/setats/proto/setatspb"
@@ -39,32 +40,32 @@ func (s *Server) deliveryAction(ctx context.Context, typ string, body []byte) (e
 	switch typ {
 	case ActionAbortStaged:
 		req := &setatspb.AbortStagedRequest{}
-		enc, err := s.decodeChecked(body, req, typ, req.GetCatalog)
+		enc, cat, err := s.decodeChecked(body, req, typ, req.GetCatalog)
 		if err != nil {
 			return enc, nil, true, err
 		}
 		if err := s.authorize(ctx, typ, privWrite, dbName(req.GetDatabase()), req.GetTable()); err != nil {
 			return enc, nil, true, err
 		}
-		r, err := s.abortStaged(req)
+		r, err := s.abortStaged(cat, req)
 		return enc, r, true, err
 	case ActionCommitStaged:
 		req := &setatspb.CommitStagedRequest{}
-		enc, err := s.decodeChecked(body, req, typ, req.GetCatalog)
+		enc, cat, err := s.decodeChecked(body, req, typ, req.GetCatalog)
 		if err != nil {
 			return enc, nil, true, err
 		}
 		if err := s.authorize(ctx, typ, privWrite, dbName(req.GetDatabase()), req.GetTable()); err != nil {
 			return enc, nil, true, err
 		}
-		r, err := s.commitStaged(ctx, req)
+		r, err := s.commitStaged(ctx, cat, req)
 		return enc, r, true, err
 	}
 	return encBinary, nil, false, nil
 }
 
-func (s *Server) abortStaged(req *setatspb.AbortStagedRequest) (*setatspb.AbortStagedResponse, error) {
-	ot, err := s.openTable(dbName(req.GetDatabase()), req.GetTable())
+func (s *Server) abortStaged(cat catalog.Catalog, req *setatspb.AbortStagedRequest) (*setatspb.AbortStagedResponse, error) {
+	ot, err := s.openTable(cat, dbName(req.GetDatabase()), req.GetTable())
 	if err != nil {
 		return nil, err
 	}
@@ -85,8 +86,8 @@ func (s *Server) abortStaged(req *setatspb.AbortStagedRequest) (*setatspb.AbortS
 
 // commitStaged merges the staged rows of a checkpoint; once durable, the store's commit hook
 // records it like a DoPut batch (metrics, NEW_BUCKET and NEW_DATA notifications).
-func (s *Server) commitStaged(ctx context.Context, req *setatspb.CommitStagedRequest) (*setatspb.CommitStagedResponse, error) {
-	ot, err := s.openTable(dbName(req.GetDatabase()), req.GetTable())
+func (s *Server) commitStaged(ctx context.Context, cat catalog.Catalog, req *setatspb.CommitStagedRequest) (*setatspb.CommitStagedResponse, error) {
+	ot, err := s.openTable(cat, dbName(req.GetDatabase()), req.GetTable())
 	if err != nil {
 		return nil, err
 	}

@@ -26,6 +26,7 @@ var errorCodes = map[error]codes.Code{
 	catalog.ErrNotFound:             codes.NotFound,
 	catalog.ErrAlreadyExists:        codes.AlreadyExists,
 	catalog.ErrFailedPrecondition:   codes.FailedPrecondition,
+	catalog.ErrUnavailable:          codes.Unavailable,
 	catalog.ErrInternal:             codes.Internal,
 	merge.ErrInvalid:                codes.InvalidArgument,
 	row.ErrInvalid:                  codes.InvalidArgument,

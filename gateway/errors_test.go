@@ -33,6 +33,7 @@ func TestErrorCodes(t *testing.T) {
 		{catalog.ErrNotFound, &catalog.Error{Kind: catalog.ErrNotFound, Err: errors.New("m")}, codes.NotFound},
 		{catalog.ErrAlreadyExists, &catalog.Error{Kind: catalog.ErrAlreadyExists, Err: errors.New("m")}, codes.AlreadyExists},
 		{catalog.ErrFailedPrecondition, &catalog.Error{Kind: catalog.ErrFailedPrecondition, Err: errors.New("m")}, codes.FailedPrecondition},
+		{catalog.ErrUnavailable, &catalog.Error{Kind: catalog.ErrUnavailable, Err: errors.New("m")}, codes.Unavailable},
 		{catalog.ErrInternal, &catalog.Error{Kind: catalog.ErrInternal, Err: errors.New("m")}, codes.Internal},
 		{merge.ErrInvalid, &merge.Error{Kind: merge.ErrInvalid, Err: errors.New("m")}, codes.InvalidArgument},
 		{row.ErrInvalid, &row.Error{Kind: row.ErrInvalid, Err: errors.New("m")}, codes.InvalidArgument},

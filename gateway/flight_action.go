@@ -105,7 +105,7 @@ func (s *Server) action(ctx context.Context, typ string, body []byte) (encoding,
 
 	case ActionCreateDatabase, ActionDropDatabase:
 		req := &setatspb.DatabaseRequest{}
-		enc, err := s.decodeChecked(body, req, typ, req.GetCatalog)
+		enc, cat, err := s.decodeChecked(body, req, typ, req.GetCatalog)
 		if err != nil {
 			return enc, nil, err
 		}
@@ -116,9 +116,9 @@ func (s *Server) action(ctx context.Context, typ string, body []byte) (encoding,
 			return enc, nil, status.Errorf(codes.InvalidArgument, "%s: database name is empty", typ)
 		}
 		if typ == ActionCreateDatabase {
-			err = s.cat.CreateDatabase(req.GetDatabase(), req.GetIgnoreExistence())
+			err = cat.CreateDatabase(req.GetDatabase(), req.GetIgnoreExistence())
 		} else {
-			err = s.dropDatabase(req.GetDatabase(), req.GetIgnoreExistence(), req.GetCascade())
+			err = s.dropDatabase(cat, req.GetDatabase(), req.GetIgnoreExistence(), req.GetCascade())
 		}
 		if err != nil {
 			return enc, nil, statusOr(err, codes.Internal, "%s %s", typ, req.GetDatabase())
@@ -127,14 +127,14 @@ func (s *Server) action(ctx context.Context, typ string, body []byte) (encoding,
 
 	case ActionListDatabases:
 		req := &setatspb.ListDatabasesRequest{}
-		enc, err := s.decodeChecked(body, req, typ, req.GetCatalog)
+		enc, cat, err := s.decodeChecked(body, req, typ, req.GetCatalog)
 		if err != nil {
 			return enc, nil, err
 		}
 		if err := s.authenticated(ctx, typ); err != nil {
 			return enc, nil, err
 		}
-		dbs, err := s.cat.ListDatabases()
+		dbs, err := cat.ListDatabases()
 		if err != nil {
 			return enc, nil, statusOr(err, codes.Internal, "list databases")
 		}
@@ -148,17 +148,17 @@ func (s *Server) action(ctx context.Context, typ string, body []byte) (encoding,
 
 	case ActionCreateTable:
 		req := &setatspb.CreateTableRequest{}
-		enc, err := s.decodeChecked(body, req, typ, req.GetCatalog)
+		enc, cat, err := s.decodeChecked(body, req, typ, req.GetCatalog)
 		if err != nil {
 			return enc, nil, err
 		}
-		if err := s.authorizeCreate(ctx, typ, req.GetSpec(), req.GetIgnoreIfExists()); err != nil {
+		if err := s.authorizeCreate(ctx, cat, typ, req.GetSpec(), req.GetIgnoreIfExists()); err != nil {
 			return enc, nil, err
 		}
 		if req.GetSpec() == nil {
 			return enc, nil, status.Errorf(codes.InvalidArgument, "%s: spec is missing", typ)
 		}
-		t, _, err := s.createTable(req.GetSpec(), req.GetIgnoreIfExists(), req.GetCreateDatabase())
+		t, _, err := s.createTable(cat, req.GetSpec(), req.GetIgnoreIfExists(), req.GetCreateDatabase())
 		if err != nil {
 			return enc, nil, err
 		}
@@ -166,7 +166,7 @@ func (s *Server) action(ctx context.Context, typ string, body []byte) (encoding,
 
 	case ActionDropTable, ActionGetTable, ActionListBuckets:
 		req := &setatspb.TableRequest{}
-		enc, err := s.decodeChecked(body, req, typ, req.GetCatalog)
+		enc, cat, err := s.decodeChecked(body, req, typ, req.GetCatalog)
 		if err != nil {
 			return enc, nil, err
 		}
@@ -180,18 +180,18 @@ func (s *Server) action(ctx context.Context, typ string, body []byte) (encoding,
 		}
 		switch typ {
 		case ActionDropTable:
-			if err := s.dropTable(db, req.GetTable(), req.GetIgnoreIfNotExists()); err != nil {
+			if err := s.dropTable(cat, db, req.GetTable(), req.GetIgnoreIfNotExists()); err != nil {
 				return enc, nil, err
 			}
 			return enc, &setatspb.Empty{}, nil
 		case ActionGetTable:
-			t, err := s.table(db, req.GetTable())
+			t, err := s.table(cat, db, req.GetTable())
 			if err != nil {
 				return enc, nil, err
 			}
 			return enc, t.Info, nil
 		default:
-			ot, err := s.openTable(db, req.GetTable())
+			ot, err := s.openTable(cat, db, req.GetTable())
 			if err != nil {
 				return enc, nil, err
 			}
@@ -209,7 +209,7 @@ func (s *Server) action(ctx context.Context, typ string, body []byte) (encoding,
 
 	case ActionListTables:
 		req := &setatspb.ListTablesRequest{}
-		enc, err := s.decodeChecked(body, req, typ, req.GetCatalog)
+		enc, cat, err := s.decodeChecked(body, req, typ, req.GetCatalog)
 		if err != nil {
 			return enc, nil, err
 		}
@@ -217,7 +217,7 @@ func (s *Server) action(ctx context.Context, typ string, body []byte) (encoding,
 			return enc, nil, err
 		}
 		db := dbName(req.GetDatabase())
-		names, err := s.cat.ListTables(db)
+		names, err := cat.ListTables(db)
 		if err != nil {
 			return enc, nil, statusOr(err, codes.Internal, "list tables of database %s", db)
 		}
@@ -231,14 +231,14 @@ func (s *Server) action(ctx context.Context, typ string, body []byte) (encoding,
 
 	case ActionLookupOffsets:
 		req := &setatspb.LookupOffsetsRequest{}
-		enc, err := s.decodeChecked(body, req, typ, req.GetCatalog)
+		enc, cat, err := s.decodeChecked(body, req, typ, req.GetCatalog)
 		if err != nil {
 			return enc, nil, err
 		}
 		if err := s.authorize(ctx, typ, privRead, dbName(req.GetDatabase()), req.GetTable()); err != nil {
 			return enc, nil, err
 		}
-		res, err := s.lookupOffsets(req)
+		res, err := s.lookupOffsets(cat, req)
 		return enc, res, err
 	}
 	if enc, res, err, ok := s.binlogAction(ctx, typ, body); ok {
@@ -251,10 +251,10 @@ func (s *Server) action(ctx context.Context, typ string, body []byte) (encoding,
 // create_if_absent): admin on the table, which covers creating its database when missing. With
 // ignoreIfExists and an existing table nothing is created, and write (what a sink that creates
 // its table on first use holds) or read on it is enough.
-func (s *Server) authorizeCreate(ctx context.Context, call string, spec *setatspb.TableSpec, ignoreIfExists bool) error {
+func (s *Server) authorizeCreate(ctx context.Context, cat catalog.Catalog, call string, spec *setatspb.TableSpec, ignoreIfExists bool) error {
 	db := dbName(spec.GetDatabase())
 	if ignoreIfExists && spec.GetTable() != "" {
-		if _, err := s.cat.GetTable(db, spec.GetTable()); err == nil {
+		if _, err := cat.GetTable(db, spec.GetTable()); err == nil {
 			err := s.authorize(ctx, call, privWrite, db, spec.GetTable())
 			if err != nil && s.authorize(ctx, call, privRead, db, spec.GetTable()) == nil {
 				return nil
@@ -265,13 +265,15 @@ func (s *Server) authorizeCreate(ctx context.Context, call string, spec *setatsp
 	return s.authorize(ctx, call, privAdmin, db, spec.GetTable())
 }
 
-// decodeChecked decodes an action body and checks the CatalogContext it carries.
-func (s *Server) decodeChecked(body []byte, m proto.Message, typ string, cc func() *setatspb.CatalogContext) (encoding, error) {
+// decodeChecked decodes an action body, checks the CatalogContext it carries and returns the
+// catalog it selects (catalogFor).
+func (s *Server) decodeChecked(body []byte, m proto.Message, typ string, cc func() *setatspb.CatalogContext) (encoding, catalog.Catalog, error) {
 	enc, err := decodeMsg(body, m, typ+" body")
 	if err != nil {
-		return enc, err
+		return enc, nil, err
 	}
-	return enc, s.checkCatalog(cc())
+	cat, err := s.catalogFor(cc())
+	return enc, cat, err
 }
 
 // bucketLess orders buckets by partition then bucket.
@@ -285,8 +287,8 @@ func bucketLess(a, b store.BucketID) bool {
 // lookupOffsets resolves a start position for every bucket readers see (bucketsOf): EARLIEST is
 // the oldest retained offset, LATEST the end offset, a timestamp the first row whose commit
 // timestamp >= it (resolved=false and the end offset when it lies beyond the newest row).
-func (s *Server) lookupOffsets(req *setatspb.LookupOffsetsRequest) (*setatspb.LookupOffsetsResponse, error) {
-	ot, err := s.openTable(req.GetDatabase(), req.GetTable())
+func (s *Server) lookupOffsets(cat catalog.Catalog, req *setatspb.LookupOffsetsRequest) (*setatspb.LookupOffsetsResponse, error) {
+	ot, err := s.openTable(cat, req.GetDatabase(), req.GetTable())
 	if err != nil {
 		return nil, err
 	}
@@ -319,16 +321,16 @@ func (s *Server) lookupOffsets(req *setatspb.LookupOffsetsRequest) (*setatspb.Lo
 
 // createTable creates a table from spec (create-table and DoPut auto-create) and publishes
 // TABLE_CREATED. With ignoreIfExists an existing table is returned as it is (created false).
-func (s *Server) createTable(spec *setatspb.TableSpec, ignoreIfExists, createDatabase bool) (*catalog.Table, bool, error) {
+func (s *Server) createTable(cat catalog.Catalog, spec *setatspb.TableSpec, ignoreIfExists, createDatabase bool) (*catalog.Table, bool, error) {
 	db := dbName(spec.GetDatabase())
 	if ignoreIfExists && spec.GetTable() != "" {
-		if t, err := s.cat.GetTable(db, spec.GetTable()); err == nil {
+		if t, err := cat.GetTable(db, spec.GetTable()); err == nil {
 			return t, false, nil
 		}
 	}
 	spec = proto.Clone(spec).(*setatspb.TableSpec)
 	spec.Database = db
-	t, err := s.cat.CreateTable(spec, ignoreIfExists, createDatabase)
+	t, err := cat.CreateTable(spec, ignoreIfExists, createDatabase)
 	if err != nil {
 		return nil, false, statusOr(err, codes.Internal, "create table %s.%s", db, spec.GetTable())
 	}
@@ -343,8 +345,8 @@ func (s *Server) createTable(spec *setatspb.TableSpec, ignoreIfExists, createDat
 
 // dropTable drops db.name: catalog entry first, then its store is closed (waiting for running
 // calls; following streams end with NotFound) and its data removed; TABLE_DROPPED is published.
-func (s *Server) dropTable(db, name string, ignoreIfNotExists bool) error {
-	t, err := s.cat.DropTable(db, name, ignoreIfNotExists)
+func (s *Server) dropTable(cat catalog.Catalog, db, name string, ignoreIfNotExists bool) error {
+	t, err := cat.DropTable(db, name, ignoreIfNotExists)
 	if err != nil {
 		return statusOr(err, codes.Internal, "drop table %s.%s", db, name)
 	}
@@ -356,7 +358,7 @@ func (s *Server) dropTable(db, name string, ignoreIfNotExists bool) error {
 		s.log.Error("close store of dropped table", "table", label, "err", err)
 	}
 	s.removeMu.Lock()
-	err = s.cat.RemoveData(t)
+	err = cat.RemoveData(t)
 	s.removeMu.Unlock()
 	if err != nil {
 		s.log.Error("remove data of dropped table; retried by the retention loop", "table", label, "location", t.Location, "err", err)
@@ -371,17 +373,17 @@ func (s *Server) dropTable(db, name string, ignoreIfNotExists bool) error {
 
 // dropDatabase drops a database; with cascade its tables are dropped first through dropTable, so
 // their stores are closed and their data removed.
-func (s *Server) dropDatabase(db string, ignoreIfNotExists, cascade bool) error {
+func (s *Server) dropDatabase(cat catalog.Catalog, db string, ignoreIfNotExists, cascade bool) error {
 	if cascade {
-		names, err := s.cat.ListTables(db)
+		names, err := cat.ListTables(db)
 		if err != nil && !(ignoreIfNotExists && codeOf(err) == codes.NotFound) {
 			return err
 		}
 		for _, n := range names {
-			if err := s.dropTable(db, n, true); err != nil {
+			if err := s.dropTable(cat, db, n, true); err != nil {
 				return err
 			}
 		}
 	}
-	return s.cat.DropDatabase(db, ignoreIfNotExists, cascade)
+	return cat.DropDatabase(db, ignoreIfNotExists, cascade)
 }

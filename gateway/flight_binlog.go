@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"github.com/setats/setats/catalog"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"google.golang.org/grpc/codes"
@@ -45,13 +46,14 @@ func (s *Server) binlogAction(ctx context.Context, typ string, body []byte) (enc
 	switch typ {
 	case ActionBinlogAcquireSlot:
 		req := &setatspb.AcquireSlotRequest{}
-		if enc, err = s.decodeChecked(body, req, typ, req.GetCatalog); err != nil {
+		var cat catalog.Catalog
+		if enc, cat, err = s.decodeChecked(body, req, typ, req.GetCatalog); err != nil {
 			return enc, nil, err, true
 		}
 		if err := s.authorize(ctx, typ, privRead, dbName(req.GetDatabase()), req.GetTable()); err != nil {
 			return enc, nil, err, true
 		}
-		res, err = s.withSlots(req.GetDatabase(), req.GetTable(), func(sl *binlog.Slots) (proto.Message, error) {
+		res, err = s.withSlots(cat, req.GetDatabase(), req.GetTable(), func(sl *binlog.Slots) (proto.Message, error) {
 			r, created, err := sl.Acquire(req.GetSlot(), req.GetOwner(), req.GetReset_(), req.GetLeaseMs())
 			if err != nil {
 				return nil, err
@@ -64,7 +66,8 @@ func (s *Server) binlogAction(ctx context.Context, typ string, body []byte) (enc
 
 	case ActionBinlogRegisterSyncPoint:
 		req := &setatspb.RegisterSyncPointRequest{}
-		if enc, err = s.decodeChecked(body, req, typ, req.GetCatalog); err != nil {
+		var cat catalog.Catalog
+		if enc, cat, err = s.decodeChecked(body, req, typ, req.GetCatalog); err != nil {
 			return enc, nil, err, true
 		}
 		if err := s.authorize(ctx, typ, privRead, dbName(req.GetDatabase()), req.GetTable()); err != nil {
@@ -77,7 +80,7 @@ func (s *Server) binlogAction(ctx context.Context, typ string, body []byte) (enc
 		for _, p := range req.GetPoints() {
 			pts = append(pts, binlog.Point{Bucket: store.BucketID{Partition: p.GetPartition(), Bucket: p.GetBucket()}, Offset: p.GetOffset()})
 		}
-		res, err = s.withSlots(req.GetDatabase(), req.GetTable(), func(sl *binlog.Slots) (proto.Message, error) {
+		res, err = s.withSlots(cat, req.GetDatabase(), req.GetTable(), func(sl *binlog.Slots) (proto.Message, error) {
 			r, err := sl.Register(req.GetSlot(), req.GetOwner(), pts, req.GetCheckpoint())
 			if err != nil {
 				return nil, err
@@ -89,7 +92,8 @@ func (s *Server) binlogAction(ctx context.Context, typ string, body []byte) (enc
 	case ActionBinlogReleaseSlot, ActionBinlogSyncPoint, ActionBinlogConsumed, ActionBinlogProgress,
 		ActionBinlogSlots, ActionBinlogDropSlot:
 		req := &setatspb.SlotRequest{}
-		if enc, err = s.decodeChecked(body, req, typ, req.GetCatalog); err != nil {
+		var cat catalog.Catalog
+		if enc, cat, err = s.decodeChecked(body, req, typ, req.GetCatalog); err != nil {
 			return enc, nil, err, true
 		}
 		priv := privRead
@@ -99,7 +103,7 @@ func (s *Server) binlogAction(ctx context.Context, typ string, body []byte) (enc
 		if err := s.authorize(ctx, typ, priv, dbName(req.GetDatabase()), req.GetTable()); err != nil {
 			return enc, nil, err, true
 		}
-		res, err = s.withSlots(req.GetDatabase(), req.GetTable(), func(sl *binlog.Slots) (proto.Message, error) {
+		res, err = s.withSlots(cat, req.GetDatabase(), req.GetTable(), func(sl *binlog.Slots) (proto.Message, error) {
 			return slotRequest(typ, req, sl)
 		})
 		return enc, res, err, true
@@ -111,8 +115,8 @@ func (s *Server) binlogAction(ctx context.Context, typ string, body []byte) (enc
 const maxSyncPoints = 1 << 16
 
 // withSlots runs fn with the slot rules of db.table while its store is held open.
-func (s *Server) withSlots(db, table string, fn func(sl *binlog.Slots) (proto.Message, error)) (proto.Message, error) {
-	ot, err := s.openTable(dbName(db), table)
+func (s *Server) withSlots(cat catalog.Catalog, db, table string, fn func(sl *binlog.Slots) (proto.Message, error)) (proto.Message, error) {
+	ot, err := s.openTable(cat, dbName(db), table)
 	if err != nil {
 		return nil, err
 	}

@@ -218,7 +218,7 @@ func (g *testGateway) readSnapshot(tk *setatspb.ChangelogTicket) ([]string, int6
 }
 
 func (g *testGateway) tableOf(t *testing.T, name string) *catalog.Table {
-	ot, err := g.s.openTable("default", name)
+	ot, err := g.s.openTable(g.s.cat, "default", name)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"net"
 	"reflect"
 	"sort"
 	"strings"
@@ -249,13 +250,18 @@ func TestBadRequests(t *testing.T) {
 }
 
 // TestCatalogContext: every request carrying a CatalogContext is checked first: catalog-type
-// hive is FailedPrecondition naming catalog-type, a foreign warehouse is FailedPrecondition naming
-// both warehouses; the gateway's own warehouse (in any spelling) passes.
+// hive whose metastore is down is Unavailable naming its URI (watch needs no catalog), hive
+// without uri is InvalidArgument naming uri, an unknown type InvalidArgument naming
+// catalog-type, a foreign warehouse is FailedPrecondition naming both warehouses; the gateway's
+// own warehouse (in any spelling) passes.
 func TestCatalogContext(t *testing.T) {
 	g := startGateway(t, nil)
 	g.createTable("default", "t", 1, idV, []string{"id"}, nil)
 	own := strings.TrimPrefix(g.s.Warehouse(), "file://") + "/"
-	hive := &setatspb.CatalogContext{CatalogType: "hive", Uri: "thrift://hms:9083"}
+	dead := deadAddr(t)
+	hive := &setatspb.CatalogContext{CatalogType: "hive", Uri: "thrift://" + dead}
+	noURI := &setatspb.CatalogContext{CatalogType: "hive"}
+	jdbc := &setatspb.CatalogContext{CatalogType: "jdbc"}
 	other := &setatspb.CatalogContext{CatalogType: "hadoop", Warehouse: "/elsewhere/wh"}
 	ok := &setatspb.CatalogContext{CatalogType: "HADOOP", Warehouse: own, CatalogName: "my_catalog"}
 	rec := intStrRecord(g.mem, nil, []int32{1}, []string{"a"})
@@ -301,13 +307,33 @@ func TestCatalogContext(t *testing.T) {
 	}
 	for name, call := range calls {
 		t.Run(name, func(t *testing.T) {
-			wantCode(t, call(hive), codes.FailedPrecondition, "catalog-type")
+			if name == "watch" {
+				if err := call(hive); err != nil {
+					t.Fatalf("watch with catalog-type hive: %v", err)
+				}
+			} else {
+				wantCode(t, call(hive), codes.Unavailable, "thrift://"+dead)
+			}
+			wantCode(t, call(noURI), codes.InvalidArgument, "uri")
+			wantCode(t, call(jdbc), codes.InvalidArgument, "catalog-type", "jdbc")
 			wantCode(t, call(other), codes.FailedPrecondition, "/elsewhere/wh", g.s.Warehouse())
 			if err := call(ok); err != nil {
 				t.Fatalf("own warehouse %q: %v", own, err)
 			}
 		})
 	}
+}
+
+// deadAddr returns a loopback host:port nothing listens on.
+func deadAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
 }
 
 // TestTicketBucketValidation: a ChangelogTicket's (partition, bucket) is checked before the store

@@ -41,7 +41,8 @@ func (f *flightService) DoGet(tkt *flight.Ticket, stream flight.FlightService_Do
 	if c := t.GetChannel(); c != nil {
 		return s.doGetChannel(c, stream)
 	}
-	if err := s.checkCatalog(t.GetCatalog()); err != nil {
+	cat, err := s.catalogFor(t.GetCatalog())
+	if err != nil {
 		return err
 	}
 	ctx := stream.Context()
@@ -49,7 +50,7 @@ func (f *flightService) DoGet(tkt *flight.Ticket, stream flight.FlightService_Do
 	if err := s.authorize(ctx, "DoGet", privRead, db, t.GetTable()); err != nil {
 		return err
 	}
-	ot, err := s.openTable(t.GetDatabase(), t.GetTable())
+	ot, err := s.openTable(cat, t.GetDatabase(), t.GetTable())
 	if err != nil {
 		return err
 	}

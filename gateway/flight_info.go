@@ -67,7 +67,8 @@ func (f *flightService) ListFlights(c *flight.Criteria, stream flight.FlightServ
 // readRequest is a resolved GetFlightInfo / GetSchema descriptor.
 type readRequest struct {
 	cmd *setatspb.ReadCommand
-	enc encoding // encoding of the tickets to hand out
+	enc encoding        // encoding of the tickets to hand out
+	cat catalog.Catalog // the catalog the CatalogContext selects
 }
 
 // parseReadDescriptor turns a PATH descriptor ([db, table] / [table]: earliest, bounded) or a
@@ -85,13 +86,13 @@ func (s *Server) parseReadDescriptor(d *flight.FlightDescriptor) (readRequest, e
 			if db == "" || table == "" {
 				return readRequest{}, status.Errorf(codes.InvalidArgument, "PATH descriptor %s: want \"db.table\"", culprit.Quote(p[0]))
 			}
-			return readRequest{cmd: &setatspb.ReadCommand{Database: db, Table: table, Snapshot: &setatspb.SnapshotRead{}}}, nil
+			return readRequest{cat: s.cat, cmd: &setatspb.ReadCommand{Database: db, Table: table, Snapshot: &setatspb.SnapshotRead{}}}, nil
 		}
 		db, table, err := pathTable(d.GetPath())
 		if err != nil {
 			return readRequest{}, err
 		}
-		return readRequest{cmd: &setatspb.ReadCommand{
+		return readRequest{cat: s.cat, cmd: &setatspb.ReadCommand{
 			Database: db, Table: table,
 			Start: &setatspb.ReadCommand_Position{Position: setatspb.StartPosition_EARLIEST},
 		}}, nil
@@ -101,11 +102,12 @@ func (s *Server) parseReadDescriptor(d *flight.FlightDescriptor) (readRequest, e
 		if err != nil {
 			return readRequest{}, err
 		}
-		if err := s.checkCatalog(cmd.GetCatalog()); err != nil {
+		cat, err := s.catalogFor(cmd.GetCatalog())
+		if err != nil {
 			return readRequest{}, err
 		}
 		cmd.Database = dbName(cmd.GetDatabase())
-		return readRequest{cmd: cmd, enc: enc}, nil
+		return readRequest{cmd: cmd, enc: enc, cat: cat}, nil
 	}
 	return readRequest{}, status.Errorf(codes.InvalidArgument, "unsupported descriptor type %s", d.GetType())
 }
@@ -129,7 +131,7 @@ func (f *flightService) GetSchema(ctx context.Context, d *flight.FlightDescripto
 	if err := s.authorize(ctx, "GetSchema", privRead, req.cmd.GetDatabase(), req.cmd.GetTable()); err != nil {
 		return nil, err
 	}
-	t, err := s.table(req.cmd.GetDatabase(), req.cmd.GetTable())
+	t, err := s.table(req.cat, req.cmd.GetDatabase(), req.cmd.GetTable())
 	if err != nil {
 		return nil, err
 	}
@@ -159,7 +161,7 @@ func (f *flightService) GetFlightInfo(ctx context.Context, d *flight.FlightDescr
 		return nil, err
 	}
 	cmd := req.cmd
-	ot, err := s.openTable(cmd.GetDatabase(), cmd.GetTable())
+	ot, err := s.openTable(req.cat, cmd.GetDatabase(), cmd.GetTable())
 	if err != nil {
 		return nil, err
 	}

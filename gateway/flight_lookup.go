@@ -55,7 +55,8 @@ func (f *flightService) DoExchange(stream flight.FlightService_DoExchangeServer)
 	if _, err := decodeMsg(d.GetCmd(), cmd, "LookupCommand"); err != nil {
 		return err
 	}
-	if err := s.checkCatalog(cmd.GetCatalog()); err != nil {
+	cat, err := s.catalogFor(cmd.GetCatalog())
+	if err != nil {
 		return err
 	}
 	ctx := stream.Context()
@@ -63,7 +64,7 @@ func (f *flightService) DoExchange(stream flight.FlightService_DoExchangeServer)
 	if err := s.authorize(ctx, "DoExchange lookup", privRead, db, cmd.GetTable()); err != nil {
 		return err
 	}
-	ot, err := s.openTable(db, cmd.GetTable())
+	ot, err := s.openTable(cat, db, cmd.GetTable())
 	if err != nil {
 		return err
 	}

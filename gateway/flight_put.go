@@ -352,7 +352,7 @@ func (s *Server) resolveWriteTable(ctx context.Context, d *flight.FlightDescript
 		if err := s.authorize(ctx, "DoPut", privWrite, db, name); err != nil {
 			return 0, nil, err
 		}
-		t, err := s.table(db, name)
+		t, err := s.table(s.cat, db, name)
 		return encBinary, t, err
 	case flight.DescriptorCMD:
 		cmd := &setatspb.WriteCommand{}
@@ -361,14 +361,15 @@ func (s *Server) resolveWriteTable(ctx context.Context, d *flight.FlightDescript
 			return enc, nil, err
 		}
 		*out = cmd
-		if err := s.checkCatalog(cmd.GetCatalog()); err != nil {
+		cat, err := s.catalogFor(cmd.GetCatalog())
+		if err != nil {
 			return enc, nil, err
 		}
 		db := dbName(cmd.GetDatabase())
 		if err := s.authorize(ctx, "DoPut", privWrite, db, cmd.GetTable()); err != nil {
 			return enc, nil, err
 		}
-		t, err := s.table(db, cmd.GetTable())
+		t, err := s.table(cat, db, cmd.GetTable())
 		if err == nil || codeOf(err) != codes.NotFound || cmd.GetCreateIfAbsent() == nil {
 			return enc, t, err
 		}
@@ -387,7 +388,7 @@ func (s *Server) resolveWriteTable(ctx context.Context, d *flight.FlightDescript
 		if err := s.authorize(ctx, "DoPut (create_if_absent)", privAdmin, db, spec.Table); err != nil {
 			return enc, nil, err
 		}
-		t, created, err := s.createTable(spec, true, true)
+		t, created, err := s.createTable(cat, spec, true, true)
 		if err != nil {
 			return enc, nil, err
 		}

@@ -53,7 +53,7 @@ func pathTable(path []string) (db, table string, err error) {
 }
 
 // table returns the catalog entry of db.name. A missing table is NotFound naming it.
-func (s *Server) table(db, name string) (*catalog.Table, error) {
+func (s *Server) table(cat catalog.Catalog, db, name string) (*catalog.Table, error) {
 	db = dbName(db)
 	if name == "" {
 		return nil, status.Errorf(codes.InvalidArgument, "table name is empty (database %q)", db)
@@ -65,7 +65,7 @@ func (s *Server) table(db, name string) (*catalog.Table, error) {
 	if err := catalog.ValidateIdentifier("table", name); err != nil {
 		return nil, err
 	}
-	t, err := s.cat.GetTable(db, name)
+	t, err := cat.GetTable(db, name)
 	if err != nil {
 		return nil, statusOr(err, codes.Internal, "get table %s.%s", db, name)
 	}
@@ -73,8 +73,8 @@ func (s *Server) table(db, name string) (*catalog.Table, error) {
 }
 
 // openTable returns the catalog entry of db.name with its store open.
-func (s *Server) openTable(db, name string) (*openTable, error) {
-	t, err := s.table(db, name)
+func (s *Server) openTable(cat catalog.Catalog, db, name string) (*openTable, error) {
+	t, err := s.table(cat, db, name)
 	if err != nil {
 		return nil, err
 	}
@@ -82,8 +82,8 @@ func (s *Server) openTable(db, name string) (*openTable, error) {
 }
 
 // tableHandle returns the handle of db.name without opening its store.
-func (s *Server) tableHandle(db, name string) (*openTable, error) {
-	t, err := s.table(db, name)
+func (s *Server) tableHandle(cat catalog.Catalog, db, name string) (*openTable, error) {
+	t, err := s.table(cat, db, name)
 	if err != nil {
 		return nil, err
 	}

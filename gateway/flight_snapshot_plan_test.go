@@ -283,7 +283,7 @@ func TestSnapshotLease(t *testing.T) {
 		rec.Release()
 	}
 	st := func() *storeTable {
-		ot, err := g.s.openTable("default", "t")
+		ot, err := g.s.openTable(g.s.cat, "default", "t")
 		if err != nil {
 			t.Fatal(err)
 		}

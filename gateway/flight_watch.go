@@ -80,7 +80,7 @@ func (q *watchQueue) take() ([]*setatspb.Notification, bool, int) {
 // may wait for TABLE_CREATED.
 func (s *Server) watch(body []byte, stream flight.FlightService_DoActionServer) error {
 	req := &setatspb.WatchRequest{}
-	enc, err := s.decodeChecked(body, req, ActionWatch, req.GetCatalog)
+	enc, _, err := s.decodeChecked(body, req, ActionWatch, req.GetCatalog)
 	if err != nil {
 		return err
 	}

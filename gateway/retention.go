@@ -74,10 +74,11 @@ func (s *Server) RunRetention() int64 {
 	return total
 }
 
-// catalogTables returns the handles of the tables of the catalog that retention visits as of now:
-// those whose store is open, and those whose store is closed and whose retention due time has
-// come (RunRetention opens them). Tables dropped meanwhile are left out; other failures are
-// logged and the table skipped.
+// catalogTables returns the handles of the tables that retention visits as of now: the tables of
+// the hadoop catalog whose store is open, or closed with its retention due time come (RunRetention
+// opens them), plus every other open store (tables of a Hive Metastore catalog are not listed
+// from the metastore on each pass: those a request opened are served). Tables dropped meanwhile
+// are left out; other failures are logged and the table skipped.
 func (s *Server) catalogTables(now int64) []*openTable {
 	dbs, err := s.cat.ListDatabases()
 	if err != nil {
@@ -94,7 +95,7 @@ func (s *Server) catalogTables(now int64) []*openTable {
 			continue
 		}
 		for _, name := range names {
-			ot, err := s.tableHandle(db, name)
+			ot, err := s.tableHandle(s.cat, db, name)
 			if err == nil && ot.cur.Load() == nil && s.tables.dueOf(ot) > now {
 				continue // idle: nothing to do before its due time
 			}
@@ -107,6 +108,15 @@ func (s *Server) catalogTables(now int64) []*openTable {
 			out = append(out, ot)
 		}
 	}
+	seen := map[*openTable]bool{}
+	for _, ot := range out {
+		seen[ot] = true
+	}
+	for _, ot := range s.tables.openHandles() {
+		if !seen[ot] {
+			out = append(out, ot)
+		}
+	}
 	return out
 }
 
@@ -115,12 +125,14 @@ func (s *Server) catalogTables(now int64) []*openTable {
 func (s *Server) removeDroppedData() {
 	s.removeMu.Lock()
 	defer s.removeMu.Unlock()
-	for _, t := range s.cat.DroppedTables() {
-		if s.tables.isOpen(t.Info.GetTableId()) { // drop-table is closing it and removes it next
-			continue
-		}
-		if err := s.cat.RemoveData(t); err != nil {
-			s.log.Warn("remove data of dropped table", "table", tableLabel(t.Database, t.Name), "location", t.Location, "err", err)
+	for _, cat := range s.allCatalogs() {
+		for _, t := range cat.DroppedTables() {
+			if s.tables.isOpen(t.Info.GetTableId()) { // drop-table is closing it and removes it next
+				continue
+			}
+			if err := cat.RemoveData(t); err != nil {
+				s.log.Warn("remove data of dropped table", "table", tableLabel(t.Database, t.Name), "location", t.Location, "err", err)
+			}
 		}
 	}
 }

@@ -27,8 +27,8 @@ import (
 )
 
 // CatalogTypes are the catalog types this gateway serves (CatalogContext.catalog_type; "" means
-// hadoop). "hive" is FailedPrecondition until the Hive Metastore catalog lands (SPEC section 8).
-var CatalogTypes = []string{"hadoop"}
+// hadoop; "hive" is the Hive Metastore at CatalogContext.uri, SPEC section 12).
+var CatalogTypes = catalog.CatalogTypes()
 
 // Server is a Setats gateway: Flight service, catalog, table stores, NATS and admin HTTP for one
 // warehouse. Build it with NewServer, run it with Start, stop it with Shutdown.
@@ -38,9 +38,11 @@ type Server struct {
 	metrics *metrics
 	mem     memory.Allocator
 
-	cat    catalog.Catalog
-	nats   *notifier
-	tables *tableRegistry
+	cat catalog.Catalog
+	// catalogs holds the catalogs requests select besides cat (catalog-type hive).
+	catalogs catalogSet
+	nats     *notifier
+	tables   *tableRegistry
 	// subs owns the subscription channels (SPEC section 11).
 	subs *subscribe.Manager
 	// removeMu serialises catalog RemoveData calls (drop-table, retention loop).
@@ -247,6 +249,7 @@ func (s *Server) Shutdown() {
 		}
 		if s.tables != nil {
 			s.tables.closeAll()
+			s.catalogs.closeAll()
 		}
 		if s.cache != nil {
 			s.cache.Unref()

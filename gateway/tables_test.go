@@ -132,7 +132,7 @@ func (r *tableRegistry) closeIdleForTest(t *testing.T) {
 func TestUsePanicReleasesTable(t *testing.T) {
 	g := startGateway(t, nil)
 	g.createTable("db", "p", 1, idV, []string{"id"}, nil)
-	ot, err := g.s.openTable("db", "p")
+	ot, err := g.s.openTable(g.s.cat, "db", "p")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +163,7 @@ func TestFollowNonexistentPartitions(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ot, err := g.s.openTable("db", "parted")
+	ot, err := g.s.openTable(g.s.cat, "db", "parted")
 	if err != nil {
 		t.Fatal(err)
 	}

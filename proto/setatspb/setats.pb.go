@@ -202,8 +202,9 @@ func (SlotStatus) EnumDescriptor() ([]byte, []int) {
 // a table may carry it; the gateway checks it before doing anything else:
 //   - warehouse: when set, must equal the gateway's warehouse after normalisation (file:// prefix,
 //     trailing slash and relative paths resolved); a mismatch is FailedPrecondition naming both.
-//   - catalog_type: "hadoop" (also the meaning of "") is served; "hive" is FailedPrecondition naming
-//     `catalog-type` until the Hive Metastore catalog lands (SPEC section 8).
+//   - catalog_type: "hadoop" (also the meaning of "": metadata under the warehouse) or "hive" (the
+//     Hive Metastore at uri, SPEC section 12; a request without uri is InvalidArgument naming uri,
+//     no metastore answering is Unavailable naming the URIs); anything else is InvalidArgument.
 //   - catalog_name: the Flink-side catalog namespace; recorded in logs, not part of any path.
 type CatalogContext struct {
 	state       protoimpl.MessageState `protogen:"open.v1"`

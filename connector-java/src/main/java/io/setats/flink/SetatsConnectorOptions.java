@@ -251,9 +251,58 @@ public final class SetatsConnectorOptions {
                             "Table option used when the sink creates the table: changelog "
                                     + "retention in ms. Default: the gateway's retention.");
 
+    /** Table option passed on when the sink creates the table (SPEC section 8, DWS enable_binlog). */
+    public static final ConfigOption<Boolean> CHANGELOG_ENABLED =
+            ConfigOptions.key("changelog.enabled")
+                    .booleanType()
+                    .defaultValue(true)
+                    .withDescription(
+                            "Table option used when the sink creates the table: false keeps no "
+                                    + "changelog (a pure upsert table; DWS enable_binlog off).");
+
+    /** Table option passed on when the sink creates the table (SPEC section 8). */
+    public static final ConfigOption<Boolean> CHANGELOG_CLEAN_ON_CONSUME =
+            ConfigOptions.key("changelog.clean-on-consume")
+                    .booleanType()
+                    .defaultValue(false)
+                    .withDescription(
+                            "Table option used when the sink creates the table: remove changelog "
+                                    + "rows every live slot consumed (consume-then-clean).");
+
+    /** Table option passed on when the sink creates the table (SPEC section 8, DWS binlog_ttl). */
+    public static final ConfigOption<Duration> SLOT_TTL =
+            ConfigOptions.key("slot.ttl")
+                    .durationType()
+                    .noDefaultValue()
+                    .withDescription(
+                            "Table option used when the sink creates the table: a slot whose "
+                                    + "checkpoint sync point is not registered for this long "
+                                    + "expires (DWS binlog_ttl). Default 24 h.");
+
     // --------------------------------------------------------------------------------------------
     // Source options (setats-cdc)
     // --------------------------------------------------------------------------------------------
+
+    /** Slot the source keeps its position in (SPEC section 9, DWS binlogSlotName). */
+    public static final ConfigOption<String> SLOT_NAME =
+            ConfigOptions.key("slot.name")
+                    .stringType()
+                    .noDefaultValue()
+                    .withDescription(
+                            "Slot on the gateway in which the source registers its sync points "
+                                    + "(DWS binlogSlotName); one running job per slot. A job "
+                                    + "without Flink state starts at the slot's checkpoint sync "
+                                    + "points. Default: none.");
+
+    /** Rows between running sync points (SPEC section 8, DWS binlogSyncPointSize). */
+    public static final ConfigOption<Integer> SLOT_SYNC_POINT_SIZE =
+            ConfigOptions.key("slot.sync-point-size")
+                    .intType()
+                    .defaultValue(5000)
+                    .withDescription(
+                            "With 'slot.name': a running sync point (monitoring only) is "
+                                    + "registered every this many rows per bucket (DWS "
+                                    + "binlogSyncPointSize). Must be positive.");
 
     /** Startup mode; parsed by {@link SetatsOptionsUtil#startupMode}. */
     public static final ConfigOption<String> STARTUP_MODE =
@@ -290,7 +339,7 @@ public final class SetatsConnectorOptions {
     /** CatalogType is the value of {@link #CATALOG_TYPE}; {@code toString} is the option value. */
     public enum CatalogType implements DescribedEnum {
         hadoop("Table metadata under the warehouse (served by the gateway)."),
-        hive("Hive Metastore at 'uri' (the gateway answers FailedPrecondition until it lands).");
+        hive("Hive Metastore at 'uri' (thrift URIs, comma separated, tried in order).");
 
         private final String description;
 
@@ -347,7 +396,11 @@ public final class SetatsConnectorOptions {
         EARLIEST("earliest", "From each bucket's oldest retained offset."),
         FROM_TIMESTAMP(
                 "from-timestamp",
-                "From the first changelog row whose commit timestamp >= 'scan.timestamp-millis'.");
+                "From the first changelog row whose commit timestamp >= 'scan.timestamp-millis'."),
+        INITIAL(
+                "initial",
+                "The merged rows of each bucket as +I at one consistent view, then the changelog "
+                        + "from exactly that view's offset (full + incremental, SPEC section 9).");
 
         private final String value;
         private final String description;

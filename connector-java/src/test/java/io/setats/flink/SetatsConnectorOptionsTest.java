@@ -40,7 +40,7 @@ class SetatsConnectorOptionsTest {
                 .isInstanceOf(ValidationException.class)
                 .hasMessage(
                         "Invalid value for option 'startup.mode': 'group-offsets'. Allowed: latest, "
-                                + "earliest, from-timestamp ('timestamp' accepted for 'from-timestamp').");
+                                + "earliest, from-timestamp, initial ('timestamp' accepted for 'from-timestamp').");
     }
 
     @Test

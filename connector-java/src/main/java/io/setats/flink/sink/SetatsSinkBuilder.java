@@ -319,6 +319,12 @@ public final class SetatsSinkBuilder<IN> {
                                         v.toString()));
         options.getOptional(CHANGELOG_RETENTION_MS)
                 .ifPresent(v -> tableOptions.put(CHANGELOG_RETENTION_MS.key(), v.toString()));
+        options.getOptional(SetatsConnectorOptions.CHANGELOG_ENABLED)
+                .ifPresent(v -> tableOptions.put("changelog.enabled", v.toString()));
+        options.getOptional(SetatsConnectorOptions.CHANGELOG_CLEAN_ON_CONSUME)
+                .ifPresent(v -> tableOptions.put("changelog.clean-on-consume", v.toString()));
+        options.getOptional(SetatsConnectorOptions.SLOT_TTL)
+                .ifPresent(v -> tableOptions.put("slot.ttl", v.toMillis() + " ms"));
         flushInterval = options.get(SINK_FLUSH_INTERVAL);
         bufferRows = options.get(SINK_BUFFER_ROWS);
         bufferBytes = options.get(SINK_BUFFER_BYTES).getBytes();
@@ -353,5 +359,8 @@ public final class SetatsSinkBuilder<IN> {
                     SINK_TRANSACTION_TIMEOUT,
                     IGNORE_DELETE,
                     PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE,
-                    CHANGELOG_RETENTION_MS);
+                    CHANGELOG_RETENTION_MS,
+                    SetatsConnectorOptions.CHANGELOG_ENABLED,
+                    SetatsConnectorOptions.CHANGELOG_CLEAN_ON_CONSUME,
+                    SetatsConnectorOptions.SLOT_TTL);
 }

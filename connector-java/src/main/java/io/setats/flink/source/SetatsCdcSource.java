@@ -6,6 +6,8 @@ import io.setats.flink.source.enumerator.SetatsSourceEnumerator;
 import io.setats.flink.source.reader.SetatsRecordEmitter;
 import io.setats.flink.source.reader.SetatsSourceReader;
 import io.setats.flink.source.reader.SetatsSplitReader;
+import io.setats.flink.source.slot.SlotOwner;
+import io.setats.flink.source.slot.SlotSyncPoints;
 import io.setats.flink.source.split.SetatsSplit;
 import io.setats.flink.source.split.SetatsSplitSerializer;
 import io.setats.flink.source.state.SetatsEnumeratorState;
@@ -106,11 +108,16 @@ public final class SetatsCdcSource<T>
         int subtask = readerContext.getIndexOfSubtask();
         Supplier<SplitReader<ChangelogRecord, SetatsSplit>> splitReader =
                 () -> new SetatsSplitReader(config, readType, subtask);
+        SlotSyncPoints syncPoints =
+                config.slotName() == null
+                        ? null
+                        : new SlotSyncPoints(config, SlotOwner.of(readerContext.metricGroup(), config.slotName()));
         return new SetatsSourceReader<>(
                 splitReader,
-                new SetatsRecordEmitter<>(deserializer),
+                new SetatsRecordEmitter<>(deserializer, syncPoints),
                 readerContext.getConfiguration(),
-                readerContext);
+                readerContext,
+                syncPoints);
     }
 
     @Override

@@ -54,6 +54,8 @@ public final class SetatsCdcSourceBuilder<T> {
     @Nullable private RowType readType;
     @Nullable private SetatsDeserializationSchema<?> deserializer;
     private boolean watchEnabled = true;
+    @Nullable private String slotName;
+    private int syncPointSize = SetatsConnectorOptions.SLOT_SYNC_POINT_SIZE.defaultValue();
 
     SetatsCdcSourceBuilder() {}
 
@@ -164,6 +166,22 @@ public final class SetatsCdcSourceBuilder<T> {
     }
 
     /**
+     * Keeps the position in slot {@code slotName} on the gateway (SPEC section 9, DWS
+     * binlogSlotName; null: none): one running job per slot; a job without Flink state starts at
+     * the slot's checkpoint sync points.
+     */
+    public SetatsCdcSourceBuilder<T> setSlotName(@Nullable String slotName) {
+        this.slotName = slotName;
+        return this;
+    }
+
+    /** Rows per bucket between running sync points (default 5000, DWS binlogSyncPointSize). */
+    public SetatsCdcSourceBuilder<T> setSyncPointSize(int rows) {
+        this.syncPointSize = rows;
+        return this;
+    }
+
+    /**
      * Builds the source.
      *
      * @throws IllegalArgumentException when a required setting is missing or settings contradict
@@ -197,7 +215,8 @@ public final class SetatsCdcSourceBuilder<T> {
                         startupTimestampMs,
                         discoveryInterval,
                         expectedBucketCount,
-                        expectedBucketKey);
+                        expectedBucketKey)
+                        .withSlot(slotName, syncPointSize);
         RowType rt = readType != null ? readType : tableRowType(config);
         SetatsDeserializationSchema<T> d =
                 deserializer != null

@@ -36,6 +36,10 @@ public final class SetatsSourceConfig implements Serializable {
     private final Duration discoveryInterval;
     private final int expectedBucketCount;
     @Nullable private final String expectedBucketKey;
+    /** slot.name (SPEC section 9); null: no slot. Set by {@link #withSlot}. */
+    @Nullable private String slotName;
+    /** slot.sync-point-size: rows per bucket between running sync points. */
+    private int syncPointSize = SetatsConnectorOptions.SLOT_SYNC_POINT_SIZE.defaultValue();
 
     /** A config for an anonymous connection to managerUrl (no credentials, JVM trust store). */
     public SetatsSourceConfig(
@@ -160,6 +164,43 @@ public final class SetatsSourceConfig implements Serializable {
         return expectedBucketKey;
     }
 
+    /**
+     * This config with slot {@code slotName} (SPEC sections 8-9, DWS binlogSlotName): the source
+     * owns the slot, starts at its checkpoint sync points when it has no Flink state, registers
+     * checkpoint sync points when a checkpoint completes and running ones every {@code
+     * syncPointSize} rows per bucket.
+     *
+     * @param slotName the slot, or null for none
+     * @throws IllegalArgumentException when {@code syncPointSize} is not positive or the name is blank
+     */
+    public SetatsSourceConfig withSlot(@Nullable String slotName, int syncPointSize) {
+        if (slotName != null && slotName.trim().isEmpty()) {
+            throw new IllegalArgumentException("'" + SetatsConnectorOptions.SLOT_NAME.key() + "' must not be blank");
+        }
+        if (syncPointSize <= 0) {
+            throw new IllegalArgumentException(
+                    "'" + SetatsConnectorOptions.SLOT_SYNC_POINT_SIZE.key() + "' must be positive, got " + syncPointSize);
+        }
+        SetatsSourceConfig c =
+                new SetatsSourceConfig(
+                        connection, warehouse, catalogType, catalogName, uri, database, table, startupMode,
+                        startupTimestampMs, discoveryInterval, expectedBucketCount, expectedBucketKey);
+        c.slotName = slotName;
+        c.syncPointSize = syncPointSize;
+        return c;
+    }
+
+    /** The slot (slot.name) the source keeps its position in; null when none. */
+    @Nullable
+    public String slotName() {
+        return slotName;
+    }
+
+    /** Rows per bucket between running sync points (slot.sync-point-size). */
+    public int syncPointSize() {
+        return syncPointSize;
+    }
+
     /** The catalog context sent with every request. */
     public CatalogContext catalogContext() {
         return CatalogContext.newBuilder()
@@ -208,7 +249,9 @@ public final class SetatsSourceConfig implements Serializable {
                 && startupMode == that.startupMode
                 && Objects.equals(startupTimestampMs, that.startupTimestampMs)
                 && discoveryInterval.equals(that.discoveryInterval)
-                && Objects.equals(expectedBucketKey, that.expectedBucketKey);
+                && Objects.equals(expectedBucketKey, that.expectedBucketKey)
+                && Objects.equals(slotName, that.slotName)
+                && syncPointSize == that.syncPointSize;
     }
 
     @Override
@@ -220,6 +263,7 @@ public final class SetatsSourceConfig implements Serializable {
     public String toString() {
         return "SetatsSourceConfig{" + connection + " " + tablePath() + " startup=" + startupMode
                 + (startupTimestampMs != null ? "@" + startupTimestampMs : "")
-                + " discovery=" + discoveryInterval + "}";
+                + " discovery=" + discoveryInterval
+                + (slotName != null ? " slot=" + slotName : "") + "}";
     }
 }

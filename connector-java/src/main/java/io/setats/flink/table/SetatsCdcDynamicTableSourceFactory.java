@@ -1,5 +1,6 @@
 package io.setats.flink.table;
 
+import io.setats.flink.SetatsConnectorOptions;
 import io.setats.flink.SetatsConnectorOptions.StartupMode;
 import io.setats.flink.SetatsOptionsUtil;
 import io.setats.flink.source.SetatsSourceConfig;
@@ -74,6 +75,8 @@ public final class SetatsCdcDynamicTableSourceFactory implements DynamicTableSou
         options.add(BUCKET_DISCOVERY_INTERVAL);
         options.add(BUCKET);
         options.add(BUCKET_KEY);
+        options.add(SetatsConnectorOptions.SLOT_NAME);
+        options.add(SetatsConnectorOptions.SLOT_SYNC_POINT_SIZE);
         options.addAll(SetatsOptionsUtil.connectionOptionalOptions());
         return options;
     }
@@ -123,6 +126,17 @@ public final class SetatsCdcDynamicTableSourceFactory implements DynamicTableSou
                         interval,
                         bucket,
                         bucketKey);
+        String slot = options.getOptional(SetatsConnectorOptions.SLOT_NAME).orElse(null);
+        int syncPointSize = options.get(SetatsConnectorOptions.SLOT_SYNC_POINT_SIZE);
+        if (slot != null && slot.trim().isEmpty()) {
+            throw new ValidationException("Option '" + SetatsConnectorOptions.SLOT_NAME.key() + "' must not be blank.");
+        }
+        if (syncPointSize <= 0) {
+            throw new ValidationException(
+                    "Option '" + SetatsConnectorOptions.SLOT_SYNC_POINT_SIZE.key() + "' must be positive, got "
+                            + syncPointSize + ".");
+        }
+        config = config.withSlot(slot, syncPointSize);
         return new SetatsCdcDynamicTableSource(config, physical);
     }
 

@@ -80,6 +80,9 @@ public final class SetatsDynamicTableSinkFactory
         set.add(SetatsConnectorOptions.PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE);
         set.add(SetatsConnectorOptions.CHANGELOG_RETENTION_MS);
         set.addAll(SetatsOptionsUtil.connectionOptionalOptions());
+        set.add(SetatsConnectorOptions.CHANGELOG_ENABLED);
+        set.add(SetatsConnectorOptions.CHANGELOG_CLEAN_ON_CONSUME);
+        set.add(SetatsConnectorOptions.SLOT_TTL);
         set.add(FactoryUtil.SINK_PARALLELISM);
         // As a source (SetatsDynamicTableSource): the changelog options of setats-cdc and
         // Flink's lookup cache options (FLIP-221).

@@ -58,6 +58,7 @@ public final class ArrowRowDataReader {
     private static final String ROW_KIND_COLUMN = SetatsTypes.ROW_KIND_COLUMN;
     private static final String OFFSET_COLUMN = SetatsTypes.OFFSET_COLUMN;
     private static final String COMMIT_TIMESTAMP_COLUMN = SetatsTypes.COMMIT_TIMESTAMP_COLUMN;
+    private static final String KEY_COLUMN = SetatsTypes.KEY_COLUMN;
 
     private final RowType readType;
     /** Index of each read field in the Arrow schema. */
@@ -66,12 +67,14 @@ public final class ArrowRowDataReader {
     private final int rowKindIndex;
     private final int offsetIndex;
     private final int commitTimestampIndex;
+    private final int keyIndex;
 
     // Bound per record batch.
     private final FieldVector[] vectors;
     private TinyIntVector rowKindVector;
     private BigIntVector offsetVector;
     private TimeStampVector commitTimestampVector;
+    private VarBinaryVector keyVector;
 
     private ArrowRowDataReader(
             RowType readType,
@@ -79,13 +82,15 @@ public final class ArrowRowDataReader {
             ColumnKind[] kinds,
             int rowKindIndex,
             int offsetIndex,
-            int commitTimestampIndex) {
+            int commitTimestampIndex,
+            int keyIndex) {
         this.readType = readType;
         this.arrowIndexes = arrowIndexes;
         this.kinds = kinds;
         this.rowKindIndex = rowKindIndex;
         this.offsetIndex = offsetIndex;
         this.commitTimestampIndex = commitTimestampIndex;
+        this.keyIndex = keyIndex;
         this.vectors = new FieldVector[arrowIndexes.length];
     }
 
@@ -127,7 +132,11 @@ public final class ArrowRowDataReader {
                             "Column '%s' must be an Arrow timestamp, got %s",
                             COMMIT_TIMESTAMP_COLUMN, fields.get(commit).getType()));
         }
-        return new ArrowRowDataReader(readType, indexes, kinds, rowKind, offset, commit);
+        int key = indexOf(fields, KEY_COLUMN);
+        if (key >= 0) {
+            requireType(fields.get(key), ArrowType.Binary.INSTANCE);
+        }
+        return new ArrowRowDataReader(readType, indexes, kinds, rowKind, offset, commit, key);
     }
 
     /**
@@ -150,6 +159,14 @@ public final class ArrowRowDataReader {
         return offsetIndex >= 0 && commitTimestampIndex >= 0;
     }
 
+    /**
+     * Whether the stream carries the {@code _key} column (snapshot reads, proto/README.md "Snapshot
+     * reads": the row's encoded primary key, the resume key).
+     */
+    public boolean hasKeyColumn() {
+        return keyIndex >= 0;
+    }
+
     /** Attaches the vectors of one record batch; the root must have the planned schema. */
     public void bind(VectorSchemaRoot root) {
         List<FieldVector> all = root.getFieldVectors();
@@ -160,6 +177,19 @@ public final class ArrowRowDataReader {
         offsetVector = offsetIndex >= 0 ? (BigIntVector) all.get(offsetIndex) : null;
         commitTimestampVector =
                 commitTimestampIndex >= 0 ? (TimeStampVector) all.get(commitTimestampIndex) : null;
+        keyVector = keyIndex >= 0 ? (VarBinaryVector) all.get(keyIndex) : null;
+    }
+
+    /**
+     * The {@code _key} of row {@code row} of the bound batch of a snapshot read (a copy: opaque
+     * encoded primary key bytes, ordered as the gateway orders rows; resume with it as {@code
+     * SnapshotRead.after_key}).
+     */
+    public byte[] key(int row) {
+        if (keyVector == null) {
+            throw new IllegalStateException("The stream has no " + KEY_COLUMN + " column");
+        }
+        return keyVector.get(row);
     }
 
     /**

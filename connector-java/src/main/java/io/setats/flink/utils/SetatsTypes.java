@@ -45,6 +45,10 @@ public final class SetatsTypes {
 
     public static final String OFFSET_COLUMN = "_offset";
     public static final String COMMIT_TIMESTAMP_COLUMN = "_commit_timestamp";
+    /** Column of snapshot reads: the row's encoded primary key (binary; proto/README.md). */
+    public static final String KEY_COLUMN = "_key";
+    /** Schema metadata of snapshot reads: the view's end offset E (decimal). */
+    public static final String SNAPSHOT_END_OFFSET_METADATA = "setats.snapshot.end_offset";
 
     private SetatsTypes() {}
 

@@ -2,6 +2,7 @@ package io.setats.flink.packaging;
 
 import io.setats.flink.testutils.SetatsGatewayProcess;
 
+import org.apache.flink.table.factories.CatalogFactory;
 import org.apache.flink.table.factories.Factory;
 
 import org.junit.jupiter.api.BeforeAll;
@@ -61,18 +62,20 @@ class ShadedJarITCase {
     }
 
     @Test
-    void registersBothFactories() throws IOException {
+    void registersTheFactories() throws IOException {
         String services = read("META-INF/services/org.apache.flink.table.factories.Factory");
         assertThat(services.lines().map(String::trim).filter(l -> !l.isEmpty() && !l.startsWith("#")))
                 .containsExactlyInAnyOrder(
                         "io.setats.flink.table.SetatsDynamicTableSinkFactory",
                         "io.setats.flink.table.SetatsCdcDynamicTableSourceFactory",
-                        "io.setats.flink.dts.table.DtsDynamicTableFactory");
+                        "io.setats.flink.dts.table.DtsDynamicTableFactory",
+                        "io.setats.flink.catalog.SetatsCatalogFactory");
         assertThat(entries)
                 .contains(
                         "io/setats/flink/table/SetatsDynamicTableSinkFactory.class",
                         "io/setats/flink/table/SetatsCdcDynamicTableSourceFactory.class",
-                        "io/setats/flink/dts/table/DtsDynamicTableFactory.class");
+                        "io/setats/flink/dts/table/DtsDynamicTableFactory.class",
+                        "io/setats/flink/catalog/SetatsCatalogFactory.class");
     }
 
     @Test
@@ -152,6 +155,10 @@ class ShadedJarITCase {
                 ids.add(((Factory) f).factoryIdentifier());
             }
             assertThat(ids).containsExactlyInAnyOrder("setats", "setats-cdc", "dts");
+            // The catalog factory: a CatalogFactory whose identifier is the CREATE CATALOG 'type'.
+            Object cf = loader.loadClass("io.setats.flink.catalog.SetatsCatalogFactory").getConstructor().newInstance();
+            assertThat(cf).isInstanceOf(CatalogFactory.class);
+            assertThat(((Factory) cf).factoryIdentifier()).isEqualTo("setats");
         }
     }
 

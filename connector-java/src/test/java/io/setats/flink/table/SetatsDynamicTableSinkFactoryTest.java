@@ -367,6 +367,25 @@ class SetatsDynamicTableSinkFactoryTest {
         assertInvalid(with(o -> o.put("ignore-delete", "maybe")), "ignore-delete");
     }
 
+    /** The binlog table options of SPEC section 8 reach the auto-created table; slot.ttl in ms. */
+    @Test
+    void binlogTableOptionsGoIntoTheCreatedTable() {
+        SetatsSink<RowData> s =
+                sink(SEED_SCHEMA, DT, with(o -> {
+                    o.put("changelog.enabled", "false");
+                    o.put("changelog.clean-on-consume", "true");
+                    o.put("slot.ttl", "30 min");
+                }));
+        assertThat(s.createIfAbsentSpec(new SetatsTableLayout(DT, 10, Collections.singletonList("id"))).getOptionsMap())
+                .containsEntry("changelog.enabled", "false")
+                .containsEntry("changelog.clean-on-consume", "true")
+                .containsEntry("slot.ttl", "1800000 ms");
+        SetatsSink<RowData> none = sink(SEED_SCHEMA, DT, with(o -> {}));
+        assertThat(none.createIfAbsentSpec(new SetatsTableLayout(DT, 10, Collections.singletonList("id"))).getOptionsMap())
+                .doesNotContainKeys("changelog.enabled", "changelog.clean-on-consume", "slot.ttl");
+        assertInvalid(with(o -> o.put("slot.ttl", "soon")), "slot.ttl");
+    }
+
     @Test
     void emptyDatabaseOrTableIsRejected() {
         assertInvalid(with(o -> o.put("catalog-database", "")), "'catalog-database' must not be empty");

@@ -5,7 +5,10 @@ import io.setats.flink.SetatsOptionsUtil;
 import io.setats.flink.client.GatewayClient;
 import io.setats.flink.client.SetatsGatewayException;
 import io.setats.flink.source.SetatsSourceConfig;
+import io.setats.flink.source.slot.SlotLease;
+import io.setats.flink.source.slot.SlotOwner;
 import io.setats.flink.source.split.SetatsSplit;
+import io.setats.flink.source.split.SnapshotPosition;
 import io.setats.flink.source.split.TableBucket;
 import io.setats.flink.source.state.SetatsEnumeratorState;
 import io.setats.flink.utils.ArrowRowDataReader;
@@ -51,7 +54,16 @@ import java.util.TreeSet;
  *       which table a position belongs to. It then resolves the startup mode to concrete
  *       offsets with {@code lookup-offsets} ({@code latest}: each bucket's end offset now, {@code
  *       earliest}: its oldest retained offset, {@code from-timestamp}: the first row committed at
- *       or after the timestamp, or a pending timestamp when the gateway cannot resolve it yet).
+ *       or after the timestamp, or a pending timestamp when the gateway cannot resolve it yet;
+ *       {@code initial}: every bucket listed now starts with its snapshot phase, SPEC section 9).
+ *       A table with {@code changelog.enabled = false} is refused at once, naming the option.
+ *   <li>With {@code slot.name} it acquires the slot first ({@link SlotLease}; renewed every 10 s,
+ *       released on close) and resolves the start in the order of SPEC section 9: a restored
+ *       enumerator keeps its Flink state (the slot is then only re-acquired, starting over if it
+ *       expired); otherwise a bucket with a checkpoint sync point in the slot starts there, and
+ *       only the others follow the startup mode. An expired or lost slot fails the start naming it
+ *       unless the mode is {@code initial}, which starts the slot over; a slot owned by another
+ *       running job fails naming that job.
  *   <li>It then looks for new buckets with {@code list-buckets} every {@code
  *       bucket.discovery-interval}, and at once when the gateway's {@code watch} stream announces
  *       NEW_BUCKET (kept open on its own thread and reopened after failures; without it discovery
@@ -72,6 +84,9 @@ public final class SetatsSourceEnumerator
 
     private static final Logger LOG = LoggerFactory.getLogger(SetatsSourceEnumerator.class);
 
+    /** Table option that turns the changelog off (SPEC section 8). */
+    private static final String CHANGELOG_ENABLED = "changelog.enabled";
+
     private final SplitEnumeratorContext<SetatsSplit> context;
     private final SetatsSourceConfig config;
     @Nullable private final RowType readType;
@@ -88,6 +103,7 @@ public final class SetatsSourceEnumerator
 
     private GatewayClient client;
     private WatchLoop watchLoop;
+    @Nullable private SlotLease lease;
 
     /**
      * @param readType the columns the readers read, checked against the table at start; null skips
@@ -115,6 +131,9 @@ public final class SetatsSourceEnumerator
     @Override
     public void start() {
         client = config.connect();
+        if (config.slotName() != null) {
+            lease = new SlotLease(config, SlotOwner.of(context.metricGroup(), config.slotName()));
+        }
         if (watchEnabled) {
             watchLoop = new WatchLoop();
             watchLoop.start();
@@ -164,15 +183,55 @@ public final class SetatsSourceEnumerator
                         e);
             }
         }
+        if ("false".equalsIgnoreCase(info.getSpec().getOptionsMap().get(CHANGELOG_ENABLED))) {
+            throw new FlinkRuntimeException(
+                    "Setats table "
+                            + config.tablePath()
+                            + " has changelog.enabled = false (DWS enable_binlog off): it keeps no "
+                            + "changelog for setats-cdc to read; re-create it with "
+                            + "'changelog.enabled' = 'true', or read it as a bounded scan");
+        }
         String id = info.getTableId();
+        Map<TableBucket, Long> slotPoints = java.util.Collections.emptyMap();
+        if (lease != null) {
+            // A restore keeps its Flink state: the slot only has to be ours again (SPEC section 9).
+            boolean reset = !resolve || config.startupMode() == StartupMode.INITIAL;
+            slotPoints = lease.acquire(client, reset);
+        }
         if (!resolve) {
             return new Startup(id, null);
         }
+        Startup byMode = resolveByMode(id);
+        if (slotPoints.isEmpty()) {
+            return byMode;
+        }
+        // The slot's checkpoint sync points win over the startup mode, bucket by bucket.
+        List<SetatsSplit> splits = new ArrayList<>();
+        for (SetatsSplit split : byMode.splits) {
+            Long point = slotPoints.get(split.tableBucket());
+            splits.add(point != null ? SetatsSplit.atOffset(split.tableBucket(), point, id) : split);
+        }
+        LOG.info("Table {} starts from slot '{}' where it has sync points {}", config.tablePath(),
+                config.slotName(), slotPoints);
+        return new Startup(id, splits);
+    }
+
+    private Startup resolveByMode(String id) {
         LookupOffsetsRequest.Builder req =
                 LookupOffsetsRequest.newBuilder()
                         .setDatabase(config.database())
                         .setTable(config.table());
         StartupMode mode = config.startupMode();
+        if (mode == StartupMode.INITIAL) {
+            // Every bucket starts with its snapshot phase (SPEC section 9).
+            List<SetatsSplit> splits = new ArrayList<>();
+            for (BucketOffsets b : listBuckets().getBucketsList()) {
+                splits.add(
+                        SetatsSplit.inSnapshot(
+                                new TableBucket(b.getPartition(), b.getBucket()), SnapshotPosition.start(), id));
+            }
+            return new Startup(id, splits);
+        }
         switch (mode) {
             case EARLIEST:
                 req.setPosition(StartPosition.EARLIEST);
@@ -224,6 +283,20 @@ public final class SetatsSourceEnumerator
         }
         long interval = config.discoveryInterval().toMillis();
         context.callAsync(this::listBuckets, this::onBucketsListed, interval, interval);
+        if (lease != null) {
+            context.callAsync(
+                    () -> {
+                        lease.renew(client);
+                        return null;
+                    },
+                    (ignored, err) -> {
+                        if (err != null) {
+                            throw new FlinkRuntimeException(err.getMessage(), err);
+                        }
+                    },
+                    SlotLease.HEARTBEAT_MS,
+                    SlotLease.HEARTBEAT_MS);
+        }
         // Close the gap between the startup lookup and the first interval.
         requestDiscovery();
         assignPending();
@@ -347,6 +420,9 @@ public final class SetatsSourceEnumerator
     public void close() {
         if (watchLoop != null) {
             watchLoop.close();
+        }
+        if (lease != null && client != null) {
+            lease.release(client);
         }
         if (client != null) {
             client.close();

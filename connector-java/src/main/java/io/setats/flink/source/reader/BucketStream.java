@@ -3,10 +3,15 @@ package io.setats.flink.source.reader;
 import io.setats.flink.client.GatewayClient;
 import io.setats.flink.client.SetatsGatewayException;
 import io.setats.flink.source.deserializer.ChangelogRecord;
+import io.setats.flink.source.snapshot.BucketSnapshotReader;
+import io.setats.flink.source.snapshot.SnapshotRow;
 import io.setats.flink.source.split.SetatsSplit;
+import io.setats.flink.source.split.SnapshotPosition;
 import io.setats.flink.source.split.TableBucket;
 import io.setats.flink.utils.ArrowRowDataReader;
 import io.setats.proto.v1.ChangelogTicket;
+
+import com.google.protobuf.ByteString;
 
 import org.apache.arrow.flight.FlightRuntimeException;
 import org.apache.arrow.flight.FlightStream;
@@ -38,6 +43,14 @@ import java.util.List;
  * offset first and then +1 per row; a gap fails the stream, rows are never skipped silently. Any
  * failure (gateway error such as OutOfRange for an expired position, the stream ending, a gap) is
  * handed over as a {@link Failure} naming the table, partition, bucket and position.
+ *
+ * <p>A split in its snapshot phase ({@code startup.mode = 'initial'}, SPEC section 9) first reads
+ * the bucket's merged rows with a {@link BucketSnapshotReader} and hands them over as {@link
+ * ChangelogRecord.Kind#SNAPSHOT} records. Resumed after a key (a restore mid-snapshot), it first
+ * reads the changelog {@code [view offset, new E)} of the keys already emitted ({@code max_key}, a
+ * bounded DoGet) as {@link ChangelogRecord.Kind#CATCH_UP} records, then the rest of the snapshot.
+ * A {@link ChangelogRecord.Kind#SNAPSHOT_DONE} marker then moves the split to the changelog at the
+ * view's end offset E, which this stream follows next.
  */
 final class BucketStream implements Runnable {
 
@@ -67,7 +80,10 @@ final class BucketStream implements Runnable {
 
     private final GatewayClient client;
     private final SetatsSplit split;
-    private final ChangelogTicket ticket;
+    private final String database;
+    private final String table;
+    /** The changelog ticket being read (the follow ticket once the snapshot phase is done). */
+    private volatile ChangelogTicket ticket;
     private final RowType readType;
     private final Handover handover;
     private final Thread thread;
@@ -77,6 +93,7 @@ final class BucketStream implements Runnable {
     /** Offset of the next row this stream expects; -1 until known (timestamp start). */
     private volatile long nextOffset;
     private volatile FlightStream stream;
+    private volatile BucketSnapshotReader snapshotReader;
     private boolean paused; // guarded by pauseLock
 
     BucketStream(
@@ -88,6 +105,8 @@ final class BucketStream implements Runnable {
             Handover handover,
             String threadNamePrefix) {
         this.client = client;
+        this.database = database;
+        this.table = table;
         this.split = split;
         this.readType = readType;
         this.handover = handover;
@@ -106,7 +125,8 @@ final class BucketStream implements Runnable {
             t.setOffset(split.startingOffset());
         }
         this.ticket = t.build();
-        this.nextOffset = split.startingTimestampMs() != null ? -1 : split.startingOffset();
+        this.nextOffset =
+                split.startingTimestampMs() != null || split.snapshot() != null ? -1 : split.startingOffset();
         this.thread = new Thread(this, threadNamePrefix + " " + split.splitId());
         this.thread.setDaemon(true);
     }
@@ -139,6 +159,10 @@ final class BucketStream implements Runnable {
      */
     void close() {
         closed = true;
+        BucketSnapshotReader snap = snapshotReader;
+        if (snap != null) {
+            snap.cancel();
+        }
         FlightStream s = stream;
         if (s != null) {
             try {
@@ -164,6 +188,9 @@ final class BucketStream implements Runnable {
     }
 
     private String position() {
+        if (split.snapshot() != null && nextOffset < 0) {
+            return split.snapshot().toString();
+        }
         String start =
                 split.startingTimestampMs() != null
                         ? "the first row committed at or after " + split.startingTimestampMs() + " ms"
@@ -177,6 +204,16 @@ final class BucketStream implements Runnable {
     public void run() {
         FlightStream s = null;
         try {
+            long expected = split.startingTimestampMs() == null ? split.startingOffset() : -1;
+            if (split.snapshot() != null) {
+                long e = readSnapshot(split.snapshot());
+                if (closed) {
+                    return;
+                }
+                ticket = ticket.toBuilder().setOffset(e).build();
+                nextOffset = e;
+                expected = e;
+            }
             s = client.readChangelog(ticket);
             stream = s;
             if (closed) {
@@ -188,7 +225,6 @@ final class BucketStream implements Runnable {
                 throw new IOException(
                         client.describe(ticket) + ": the stream lacks the _offset/_commit_timestamp columns");
             }
-            long expected = split.startingTimestampMs() == null ? split.startingOffset() : -1;
             TableBucket tb = split.tableBucket();
             while (!closed && s.next()) {
                 int n = root.getRowCount();
@@ -235,6 +271,110 @@ final class BucketStream implements Runnable {
                 }
             }
         }
+    }
+
+    /**
+     * The snapshot phase: hands over the snapshot rows (and, when resumed after a key, the
+     * catch-up rows first) and the SNAPSHOT_DONE marker; returns the view's end offset E, where
+     * the changelog follows.
+     */
+    private long readSnapshot(SnapshotPosition pos) throws IOException, InterruptedException {
+        TableBucket tb = split.tableBucket();
+        byte[] after = pos.hasKey() ? pos.afterKey() : null;
+        try (BucketSnapshotReader r =
+                BucketSnapshotReader.open(client, database, table, split.tableId(), tb, readType, after, 0)) {
+            snapshotReader = r;
+            if (closed) {
+                return -1;
+            }
+            long e = r.endOffset();
+            if (after != null) {
+                if (e < pos.viewOffset()) {
+                    throw new IOException(
+                            String.format(
+                                    "%s: the new snapshot view is at offset %d, before the checkpointed "
+                                            + "view offset %d (was the table re-created?)",
+                                    client.describe(ticket), e, pos.viewOffset()));
+                }
+                if (e > pos.viewOffset()) {
+                    catchUp(pos.viewOffset(), e, after);
+                }
+                handOver(java.util.Collections.singletonList(ChangelogRecord.viewMarker(e, tb)));
+            }
+            for (List<SnapshotRow> batch; !closed && (batch = r.nextBatch()) != null; ) {
+                if (batch.isEmpty()) {
+                    continue;
+                }
+                List<ChangelogRecord> rows = new ArrayList<>(batch.size());
+                for (SnapshotRow row : batch) {
+                    rows.add(ChangelogRecord.snapshotRow(row.row(), row.key(), e, tb));
+                }
+                handOver(rows);
+            }
+            if (!closed) {
+                handOver(java.util.Collections.singletonList(ChangelogRecord.snapshotDone(e, tb)));
+            }
+            return e;
+        } finally {
+            snapshotReader = null;
+        }
+    }
+
+    /**
+     * Reads the changelog {@code [from, to)} of the keys {@code <= afterKey} (a bounded DoGet with
+     * {@code max_key}) and hands it over as CATCH_UP rows: the keys emitted before a restore move
+     * from the checkpointed view offset to the new view's.
+     */
+    private void catchUp(long from, long to, byte[] afterKey) throws IOException, InterruptedException {
+        ChangelogTicket t =
+                ticket.toBuilder()
+                        .setOffset(from)
+                        .setEndOffset(to)
+                        .setFollow(false)
+                        .setMaxKey(ByteString.copyFrom(afterKey))
+                        .build();
+        FlightStream s = client.readChangelog(t);
+        stream = s;
+        try {
+            VectorSchemaRoot root = s.getRoot();
+            ArrowRowDataReader reader = ArrowRowDataReader.create(readType, root.getSchema());
+            TableBucket tb = split.tableBucket();
+            long last = from - 1;
+            while (!closed && s.next()) {
+                int n = root.getRowCount();
+                if (n == 0) {
+                    continue;
+                }
+                reader.bind(root);
+                List<ChangelogRecord> rows = new ArrayList<>(n);
+                for (int i = 0; i < n; i++) {
+                    long offset = reader.offset(i);
+                    if (offset <= last || offset >= to) {
+                        throw new IOException(
+                                String.format(
+                                        "%s: catch-up [%d, %d) got offset %d after %d",
+                                        client.describe(t), from, to, offset, last));
+                    }
+                    last = offset;
+                    rows.add(ChangelogRecord.catchUpRow(reader.read(i), offset, reader.commitTimestampMs(i), tb));
+                }
+                handOver(rows);
+            }
+        } catch (FlightRuntimeException e) {
+            throw SetatsGatewayException.of(client.describe(t) + " (catch-up of a resumed snapshot)", e);
+        } finally {
+            stream = null;
+            try {
+                s.close();
+            } catch (Exception e) {
+                LOG.debug("Closing the catch-up stream of {} failed", split, e);
+            }
+        }
+    }
+
+    private void handOver(List<ChangelogRecord> rows) throws InterruptedException {
+        awaitNotPaused();
+        handover.put(new Batch(split.splitId(), rows), this::isOpen);
     }
 
     private void fail(Throwable t) {

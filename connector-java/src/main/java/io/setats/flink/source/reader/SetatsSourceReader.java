@@ -1,6 +1,7 @@
 package io.setats.flink.source.reader;
 
 import io.setats.flink.source.deserializer.ChangelogRecord;
+import io.setats.flink.source.slot.SlotSyncPoints;
 import io.setats.flink.source.split.SetatsSplit;
 import io.setats.flink.source.split.SetatsSplitState;
 
@@ -10,6 +11,9 @@ import org.apache.flink.connector.base.source.reader.RecordEmitter;
 import org.apache.flink.connector.base.source.reader.SingleThreadMultiplexSourceReaderBase;
 import org.apache.flink.connector.base.source.reader.splitreader.SplitReader;
 
+import javax.annotation.Nullable;
+
+import java.util.List;
 import java.util.Map;
 import java.util.function.Supplier;
 
@@ -18,6 +22,10 @@ import java.util.function.Supplier;
  * fetcher thread running a {@link SetatsSplitReader}, whose bucket streams push changelog rows;
  * the split state is the next offset after the last emitted row ({@link SetatsSplitState}), which
  * {@code snapshotState} stores in each checkpoint.
+ *
+ * <p>With {@code slot.name} it registers sync points through {@link SlotSyncPoints}: the positions
+ * a checkpoint stored are registered in the slot only once that checkpoint completes ({@code
+ * notifyCheckpointComplete}, SPEC section 8), never in {@code snapshotState}.
  */
 public final class SetatsSourceReader<T>
         extends SingleThreadMultiplexSourceReaderBase<ChangelogRecord, T, SetatsSplit, SetatsSplitState> {
@@ -27,7 +35,56 @@ public final class SetatsSourceReader<T>
             RecordEmitter<ChangelogRecord, T, SetatsSplitState> recordEmitter,
             Configuration config,
             SourceReaderContext context) {
+        this(splitReaderSupplier, recordEmitter, config, context, null);
+    }
+
+    /** @param syncPoints the slot's sync points (closed with this reader), or null without a slot */
+    public SetatsSourceReader(
+            Supplier<SplitReader<ChangelogRecord, SetatsSplit>> splitReaderSupplier,
+            RecordEmitter<ChangelogRecord, T, SetatsSplitState> recordEmitter,
+            Configuration config,
+            SourceReaderContext context,
+            @Nullable SlotSyncPoints syncPoints) {
         super(splitReaderSupplier, recordEmitter, config, context);
+        this.syncPoints = syncPoints;
+    }
+
+    @Nullable private final SlotSyncPoints syncPoints;
+
+    @Override
+    public List<SetatsSplit> snapshotState(long checkpointId) {
+        List<SetatsSplit> splits = super.snapshotState(checkpointId);
+        if (syncPoints != null) {
+            syncPoints.checkpointTaken(checkpointId, splits);
+        }
+        return splits;
+    }
+
+    @Override
+    public void notifyCheckpointComplete(long checkpointId) throws Exception {
+        super.notifyCheckpointComplete(checkpointId);
+        if (syncPoints != null) {
+            syncPoints.checkpointCompleted(checkpointId);
+        }
+    }
+
+    @Override
+    public void notifyCheckpointAborted(long checkpointId) throws Exception {
+        super.notifyCheckpointAborted(checkpointId);
+        if (syncPoints != null) {
+            syncPoints.checkpointAborted(checkpointId);
+        }
+    }
+
+    @Override
+    public void close() throws Exception {
+        try {
+            super.close();
+        } finally {
+            if (syncPoints != null) {
+                syncPoints.close();
+            }
+        }
     }
 
     @Override

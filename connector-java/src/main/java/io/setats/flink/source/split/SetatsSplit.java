@@ -22,6 +22,11 @@ import java.util.Objects;
  * ChangelogTicket.table_id}, so a split restored after the table was dropped and re-created fails
  * with the gateway's NotFound instead of reading the new table from an offset of the old one. It is
  * {@code ""} for splits restored from split serializer version 1 (the gateway then skips the check).
+ *
+ * <p>A split of {@code startup.mode = 'initial'} starts in its <b>snapshot phase</b> ({@link
+ * #snapshot()} not null, SPEC section 9): it emits the bucket's merged rows as {@code +I} from one
+ * view, then the changelog from that view's end offset; {@code startingOffset} is then unused (0).
+ * Once the snapshot is done the split is an ordinary changelog split and never re-enters it.
  */
 public final class SetatsSplit implements SourceSplit {
 
@@ -29,6 +34,7 @@ public final class SetatsSplit implements SourceSplit {
     private final long startingOffset;
     @Nullable private final Long startingTimestampMs;
     private final String tableId;
+    @Nullable private final SnapshotPosition snapshot;
 
     /**
      * @param tableId {@code TableInfo.table_id} of the table the position belongs to; {@code ""}
@@ -39,6 +45,22 @@ public final class SetatsSplit implements SourceSplit {
             long startingOffset,
             @Nullable Long startingTimestampMs,
             String tableId) {
+        this(tableBucket, startingOffset, startingTimestampMs, tableId, null);
+    }
+
+    /**
+     * @param snapshot the snapshot phase's position, or null for a changelog split
+     */
+    public SetatsSplit(
+            TableBucket tableBucket,
+            long startingOffset,
+            @Nullable Long startingTimestampMs,
+            String tableId,
+            @Nullable SnapshotPosition snapshot) {
+        this.snapshot = snapshot;
+        if (snapshot != null && startingTimestampMs != null) {
+            throw new IllegalArgumentException("a split in its snapshot phase has no start timestamp");
+        }
         this.tableBucket = Objects.requireNonNull(tableBucket, "tableBucket");
         this.tableId = Objects.requireNonNull(tableId, "tableId");
         if (startingOffset < 0) {
@@ -73,9 +95,20 @@ public final class SetatsSplit implements SourceSplit {
         return new SetatsSplit(tableBucket, endOffset, timestampMs, tableId);
     }
 
+    /** A split of {@code startup.mode = 'initial'} in its snapshot phase at {@code position}. */
+    public static SetatsSplit inSnapshot(TableBucket tableBucket, SnapshotPosition position, String tableId) {
+        return new SetatsSplit(tableBucket, 0, null, tableId, Objects.requireNonNull(position, "position"));
+    }
+
     /** This split with table id {@code tableId} (same bucket and position). */
     public SetatsSplit withTableId(String tableId) {
-        return new SetatsSplit(tableBucket, startingOffset, startingTimestampMs, tableId);
+        return new SetatsSplit(tableBucket, startingOffset, startingTimestampMs, tableId, snapshot);
+    }
+
+    /** The snapshot phase's position; null once the split reads the changelog. */
+    @Nullable
+    public SnapshotPosition snapshot() {
+        return snapshot;
     }
 
     public TableBucket tableBucket() {
@@ -115,17 +148,21 @@ public final class SetatsSplit implements SourceSplit {
         return startingOffset == that.startingOffset
                 && tableBucket.equals(that.tableBucket)
                 && Objects.equals(startingTimestampMs, that.startingTimestampMs)
-                && tableId.equals(that.tableId);
+                && tableId.equals(that.tableId)
+                && Objects.equals(snapshot, that.snapshot);
     }
 
     @Override
     public int hashCode() {
-        return Objects.hash(tableBucket, startingOffset, startingTimestampMs, tableId);
+        return Objects.hash(tableBucket, startingOffset, startingTimestampMs, tableId, snapshot);
     }
 
     @Override
     public String toString() {
         String id = tableId.isEmpty() ? "" : ", table id " + tableId;
+        if (snapshot != null) {
+            return "SetatsSplit{" + tableBucket + ", " + snapshot + id + "}";
+        }
         return startingTimestampMs == null
                 ? "SetatsSplit{" + tableBucket + ", offset " + startingOffset + id + "}"
                 : "SetatsSplit{" + tableBucket + ", first row committed at or after "

@@ -19,6 +19,10 @@ import java.nio.charset.StandardCharsets;
  * <p>Version 2 layout: version 1, then the table id ({@code TableInfo.table_id}) as int length +
  * UTF-8 bytes. A version 1 split is read with table id {@code ""} (no check at the gateway).
  *
+ * <p>Version 3 layout: version 2, then a boolean telling whether the split is in its snapshot
+ * phase ({@code startup.mode = 'initial'}), then its view offset as long and its last key as int
+ * length + bytes ({@link SnapshotPosition}).
+ *
  * <p>The layout of a version never changes; a new layout gets a new version and this class keeps
  * reading the old ones.
  */
@@ -26,8 +30,11 @@ public final class SetatsSplitSerializer implements SimpleVersionedSerializer<Se
 
     public static final SetatsSplitSerializer INSTANCE = new SetatsSplitSerializer();
 
+    /** Largest snapshot key accepted when reading a split (a primary key is far smaller). */
+    private static final int MAX_KEY_BYTES = 64 << 20;
+
     /** Current layout version. */
-    public static final int VERSION = 2;
+    public static final int VERSION = 3;
 
     @Override
     public int getVersion() {
@@ -62,18 +69,37 @@ public final class SetatsSplitSerializer implements SimpleVersionedSerializer<Se
             out.writeLong(ts);
         }
         writeString(split.tableId(), out);
+        SnapshotPosition snap = split.snapshot();
+        out.writeBoolean(snap != null);
+        if (snap != null) {
+            out.writeLong(snap.viewOffset());
+            byte[] key = snap.afterKey();
+            out.writeInt(key.length);
+            out.write(key);
+        }
     }
 
     /** Reads a split written by {@link #write} in layout {@code version}. */
     public static SetatsSplit read(int version, DataInputView in) throws IOException {
-        if (version != 1 && version != 2) {
+        if (version < 1 || version > 3) {
             throw new IOException("Unknown Setats split serializer version " + version);
         }
         TableBucket bucket = readBucket(in);
         long offset = in.readLong();
         Long ts = in.readBoolean() ? in.readLong() : null;
         String tableId = version >= 2 ? readString("table id", in) : "";
-        return new SetatsSplit(bucket, offset, ts, tableId);
+        SnapshotPosition snap = null;
+        if (version >= 3 && in.readBoolean()) {
+            long viewOffset = in.readLong();
+            int len = in.readInt();
+            if (len < 0 || len > MAX_KEY_BYTES) {
+                throw new IOException("Corrupt Setats split: snapshot key length " + len);
+            }
+            byte[] key = new byte[len];
+            in.readFully(key);
+            snap = new SnapshotPosition(viewOffset, key);
+        }
+        return new SetatsSplit(bucket, offset, ts, tableId, snap);
     }
 
     /** Writes a bucket: partition (int length + UTF-8) and bucket number. */

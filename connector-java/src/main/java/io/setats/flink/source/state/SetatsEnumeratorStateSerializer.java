@@ -23,6 +23,9 @@ import java.util.TreeSet;
  *
  * <p>Version 2 layout: as version 1, but the pending splits are in split layout version 2 (with
  * the table id). Version 1 state is still read; its pending splits get table id {@code ""}.
+ *
+ * <p>Version 3 layout: as version 2, the pending splits in split layout version 3 (with the
+ * snapshot phase of {@code startup.mode = 'initial'}).
  */
 public final class SetatsEnumeratorStateSerializer
         implements SimpleVersionedSerializer<SetatsEnumeratorState> {
@@ -30,13 +33,16 @@ public final class SetatsEnumeratorStateSerializer
     public static final SetatsEnumeratorStateSerializer INSTANCE = new SetatsEnumeratorStateSerializer();
 
     /** Current layout version. */
-    public static final int VERSION = 2;
+    public static final int VERSION = 3;
 
     /** Split layout version embedded in enumerator state version 1. */
     private static final int SPLIT_VERSION_IN_V1 = 1;
 
     /** Split layout version embedded in enumerator state version 2. */
     private static final int SPLIT_VERSION_IN_V2 = 2;
+
+    /** Split layout version embedded in enumerator state version 3. */
+    private static final int SPLIT_VERSION_IN_V3 = 3;
 
     @Override
     public int getVersion() {
@@ -45,7 +51,7 @@ public final class SetatsEnumeratorStateSerializer
 
     @Override
     public byte[] serialize(SetatsEnumeratorState state) throws IOException {
-        if (SetatsSplitSerializer.VERSION != SPLIT_VERSION_IN_V2) {
+        if (SetatsSplitSerializer.VERSION != SPLIT_VERSION_IN_V3) {
             // write() uses the current split layout; a new split layout needs a new state version.
             throw new IllegalStateException(
                     "Split layout version " + SetatsSplitSerializer.VERSION
@@ -66,10 +72,11 @@ public final class SetatsEnumeratorStateSerializer
 
     @Override
     public SetatsEnumeratorState deserialize(int version, byte[] serialized) throws IOException {
-        if (version != 1 && version != 2) {
+        if (version < 1 || version > 3) {
             throw new IOException("Unknown Setats enumerator state serializer version " + version);
         }
-        int splitVersion = version == 1 ? SPLIT_VERSION_IN_V1 : SPLIT_VERSION_IN_V2;
+        int splitVersion =
+                version == 1 ? SPLIT_VERSION_IN_V1 : version == 2 ? SPLIT_VERSION_IN_V2 : SPLIT_VERSION_IN_V3;
         DataInputDeserializer in = new DataInputDeserializer(serialized);
         boolean resolved = in.readBoolean();
         int assignedCount = readCount(in);

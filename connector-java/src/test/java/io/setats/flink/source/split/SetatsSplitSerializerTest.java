@@ -22,7 +22,9 @@ class SetatsSplitSerializerTest {
                 SetatsSplit.atTimestamp(new TableBucket("", 2), 10, 1_767_196_800_000L),
                 SetatsSplit.atTimestamp(new TableBucket("dt=d2", 0), 0, 0L),
                 SetatsSplit.atOffset(new TableBucket("", 0), 17, "5f0c2a9e-0d1b-4c8e-9a51-3e2f7b6d8c10"),
-                SetatsSplit.atTimestamp(new TableBucket("dt=d2", 4), 3, 1_767_196_800_000L, "t-\u00e9"));
+                SetatsSplit.atTimestamp(new TableBucket("dt=d2", 4), 3, 1_767_196_800_000L, "t-\u00e9"),
+                SetatsSplit.inSnapshot(new TableBucket("", 1), SnapshotPosition.start(), "tid"),
+                SetatsSplit.inSnapshot(new TableBucket("dt=d1", 0), new SnapshotPosition(7, new byte[] {0, (byte) 0xff, 3}), ""));
     }
 
     @ParameterizedTest
@@ -35,6 +37,7 @@ class SetatsSplitSerializerTest {
         assertThat(back.splitId()).isEqualTo(split.splitId());
         assertThat(back.startingTimestampMs()).isEqualTo(split.startingTimestampMs());
         assertThat(back.tableId()).isEqualTo(split.tableId());
+        assertThat(back.snapshot()).isEqualTo(split.snapshot());
     }
 
     @Test
@@ -63,9 +66,9 @@ class SetatsSplitSerializerTest {
         SetatsSplit ts = SetatsSplitSerializer.INSTANCE.deserialize(1, v1ts);
         assertThat(ts).isEqualTo(SetatsSplit.atTimestamp(new TableBucket("", 0), 9, 7L));
         assertThat(ts.tableId()).isEmpty();
-        // A version 1 split is written again in version 2 with an empty table id.
-        assertThat(SetatsSplitSerializer.INSTANCE.getVersion()).isEqualTo(2);
-        assertThat(SetatsSplitSerializer.INSTANCE.deserialize(2, SetatsSplitSerializer.INSTANCE.serialize(back)))
+        // A version 1 split is written again in version 3 with an empty table id.
+        assertThat(SetatsSplitSerializer.INSTANCE.getVersion()).isEqualTo(3);
+        assertThat(SetatsSplitSerializer.INSTANCE.deserialize(3, SetatsSplitSerializer.INSTANCE.serialize(back)))
                 .isEqualTo(back);
     }
 
@@ -77,17 +80,54 @@ class SetatsSplitSerializerTest {
         };
         SetatsSplit split = SetatsSplit.atOffset(new TableBucket("p=1", 2), 5, "ab");
         assertThat(SetatsSplitSerializer.INSTANCE.deserialize(2, v2)).isEqualTo(split);
-        assertThat(SetatsSplitSerializer.INSTANCE.serialize(split)).containsExactly(v2);
+    }
+
+    @Test
+    void versionThreeLayoutIsFixed() throws IOException {
+        // Version 2 fields, then no snapshot (false).
+        byte[] v3 = {
+            0, 0, 0, 3, 'p', '=', '1', 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0, 0, 2, 'a', 'b', 0
+        };
+        SetatsSplit split = SetatsSplit.atOffset(new TableBucket("p=1", 2), 5, "ab");
+        assertThat(SetatsSplitSerializer.INSTANCE.deserialize(3, v3)).isEqualTo(split);
+        assertThat(SetatsSplitSerializer.INSTANCE.serialize(split)).containsExactly(v3);
+        // A snapshot split: offset 0, no timestamp, table id "", snapshot at view 9 after key {1, 2}.
+        byte[] snap = {
+            0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 9, 0, 0, 0, 2, 1, 2
+        };
+        SetatsSplit s = SetatsSplit.inSnapshot(new TableBucket("", 1), new SnapshotPosition(9, new byte[] {1, 2}), "");
+        assertThat(SetatsSplitSerializer.INSTANCE.serialize(s)).containsExactly(snap);
+        assertThat(SetatsSplitSerializer.INSTANCE.deserialize(3, snap)).isEqualTo(s);
+    }
+
+    @Test
+    void snapshotStateMovesAndEndsInTheChangelog() {
+        TableBucket b = new TableBucket("", 0);
+        SetatsSplitState st = new SetatsSplitState(SetatsSplit.inSnapshot(b, SnapshotPosition.start(), "t"));
+        assertThat(st.inSnapshot()).isTrue();
+        st.snapshotRowEmitted(10, new byte[] {5});
+        assertThat(st.toSplit().snapshot()).isEqualTo(new SnapshotPosition(10, new byte[] {5}));
+        st.catchUpRowEmitted(12);
+        assertThat(st.toSplit().snapshot()).isEqualTo(new SnapshotPosition(13, new byte[] {5}));
+        st.viewMovedTo(20);
+        assertThat(st.toSplit().snapshot()).isEqualTo(new SnapshotPosition(20, new byte[] {5}));
+        assertThatThrownBy(() -> st.emitted(3)).isInstanceOf(IllegalStateException.class);
+        st.snapshotDone(20);
+        assertThat(st.inSnapshot()).isFalse();
+        assertThat(st.toSplit()).isEqualTo(SetatsSplit.atOffset(b, 20, "t"));
+        assertThatThrownBy(() -> st.snapshotDone(21)).isInstanceOf(IllegalStateException.class);
+        st.emitted(20);
+        assertThat(st.toSplit().startingOffset()).isEqualTo(21);
     }
 
     @Test
     void rejectsUnknownVersionAndTrailingBytes() throws IOException {
         byte[] bytes = SetatsSplitSerializer.INSTANCE.serialize(SetatsSplit.atOffset(new TableBucket("", 0), 1));
-        assertThatThrownBy(() -> SetatsSplitSerializer.INSTANCE.deserialize(3, bytes))
+        assertThatThrownBy(() -> SetatsSplitSerializer.INSTANCE.deserialize(4, bytes))
                 .isInstanceOf(IOException.class)
-                .hasMessageContaining("version 3");
+                .hasMessageContaining("version 4");
         byte[] longer = Arrays.copyOf(bytes, bytes.length + 1);
-        assertThatThrownBy(() -> SetatsSplitSerializer.INSTANCE.deserialize(2, longer))
+        assertThatThrownBy(() -> SetatsSplitSerializer.INSTANCE.deserialize(3, longer))
                 .isInstanceOf(IOException.class)
                 .hasMessageContaining("trailing");
     }

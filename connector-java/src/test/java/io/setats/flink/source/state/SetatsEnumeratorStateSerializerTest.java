@@ -75,7 +75,7 @@ class SetatsEnumeratorStateSerializerTest {
                                 Collections.singleton(new TableBucket("", 1)),
                                 Collections.singletonList(SetatsSplit.atOffset(new TableBucket("", 0), 3))));
         assertThat(back.pendingSplits().get(0).tableId()).isEmpty();
-        assertThat(serializer.getVersion()).isEqualTo(2);
+        assertThat(serializer.getVersion()).isEqualTo(3);
     }
 
     @Test
