@@ -32,9 +32,11 @@ import static io.setats.flink.SetatsConnectorOptions.MERGE_ENGINE;
 import static io.setats.flink.SetatsConnectorOptions.PASSWORD;
 import static io.setats.flink.SetatsConnectorOptions.TLS_CA_CERT;
 import static io.setats.flink.SetatsConnectorOptions.USERNAME;
+import static io.setats.flink.SetatsConnectorOptions.SINK_ACK_TIMEOUT;
 import static io.setats.flink.SetatsConnectorOptions.SINK_BUFFER_BYTES;
 import static io.setats.flink.SetatsConnectorOptions.SINK_BUFFER_ROWS;
 import static io.setats.flink.SetatsConnectorOptions.SINK_FLUSH_INTERVAL;
+import static io.setats.flink.SetatsConnectorOptions.SINK_LINGER;
 import static io.setats.flink.SetatsConnectorOptions.SINK_MAX_IN_FLIGHT_BATCHES;
 import static io.setats.flink.SetatsConnectorOptions.STARTUP_MODE;
 import static io.setats.flink.SetatsConnectorOptions.URI;
@@ -297,6 +299,15 @@ public final class SetatsOptionsUtil {
         if (config.get(SINK_MAX_IN_FLIGHT_BATCHES) <= 0) {
             throw new ValidationException(
                     "Option '" + SINK_MAX_IN_FLIGHT_BATCHES.key() + "' must be positive.");
+        }
+        Duration ackTimeout = config.get(SINK_ACK_TIMEOUT);
+        if (ackTimeout.isZero() || ackTimeout.isNegative()) {
+            throw new ValidationException(
+                    "Option '" + SINK_ACK_TIMEOUT.key() + "' must be positive, got " + ackTimeout + ".");
+        }
+        if (config.get(SINK_LINGER).isNegative()) {
+            throw new ValidationException(
+                    "Option '" + SINK_LINGER.key() + "' must not be negative, got " + config.get(SINK_LINGER) + ".");
         }
     }
 

@@ -69,6 +69,8 @@ public final class SetatsSink<IN> implements Sink<IN>, SupportsPreWriteTopology<
     private final int bufferRows;
     private final long bufferBytes;
     private final int maxInFlightBatches;
+    private final Duration ackTimeout;
+    private final Duration linger;
     private final SetatsRecordSerializer<IN> serializer;
 
     /** Resolved by {@link #resolveLayout()} (job build) or lazily by the writer. */
@@ -96,6 +98,8 @@ public final class SetatsSink<IN> implements Sink<IN>, SupportsPreWriteTopology<
         this.bufferRows = b.bufferRows;
         this.bufferBytes = b.bufferBytes;
         this.maxInFlightBatches = b.maxInFlightBatches;
+        this.ackTimeout = b.ackTimeout;
+        this.linger = b.linger;
         this.serializer = b.serializer;
     }
 
@@ -304,6 +308,16 @@ public final class SetatsSink<IN> implements Sink<IN>, SupportsPreWriteTopology<
 
     public int maxInFlightBatches() {
         return maxInFlightBatches;
+    }
+
+    /** {@code setats.sink.ack-timeout}: longest wait for a sent batch's WriteAck. */
+    public Duration ackTimeout() {
+        return ackTimeout;
+    }
+
+    /** {@code setats.sink.linger}: how long an idle writer waits for more rows (0: none). */
+    public Duration linger() {
+        return linger;
     }
 
     public SetatsRecordSerializer<IN> serializer() {

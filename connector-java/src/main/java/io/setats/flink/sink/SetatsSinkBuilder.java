@@ -79,6 +79,8 @@ public final class SetatsSinkBuilder<IN> {
     int bufferRows;
     long bufferBytes;
     int maxInFlightBatches;
+    Duration ackTimeout;
+    Duration linger;
 
     SetatsSinkBuilder(SetatsRecordSerializer<IN> serializer) {
         this.serializer = serializer;
@@ -243,6 +245,18 @@ public final class SetatsSinkBuilder<IN> {
         return this;
     }
 
+    /** {@code setats.sink.ack-timeout}: a batch not acknowledged this long after it was sent fails the job. */
+    public SetatsSinkBuilder<IN> setAckTimeout(Duration v) {
+        options.set(SetatsConnectorOptions.SINK_ACK_TIMEOUT, v);
+        return this;
+    }
+
+    /** {@code setats.sink.linger}: how long an idle writer waits for more rows before sending (0: at once). */
+    public SetatsSinkBuilder<IN> setLinger(Duration v) {
+        options.set(SetatsConnectorOptions.SINK_LINGER, v);
+        return this;
+    }
+
     /**
      * Checks everything the SQL factory checks and builds the sink.
      *
@@ -309,6 +323,8 @@ public final class SetatsSinkBuilder<IN> {
         bufferRows = options.get(SINK_BUFFER_ROWS);
         bufferBytes = options.get(SINK_BUFFER_BYTES).getBytes();
         maxInFlightBatches = options.get(SINK_MAX_IN_FLIGHT_BATCHES);
+        ackTimeout = options.get(SetatsConnectorOptions.SINK_ACK_TIMEOUT);
+        linger = options.get(SetatsConnectorOptions.SINK_LINGER);
         return new SetatsSink<>(this);
     }
 
@@ -333,6 +349,8 @@ public final class SetatsSinkBuilder<IN> {
                     SINK_BUFFER_ROWS,
                     SINK_BUFFER_BYTES,
                     SINK_MAX_IN_FLIGHT_BATCHES,
+                    SetatsConnectorOptions.SINK_ACK_TIMEOUT,
+                    SetatsConnectorOptions.SINK_LINGER,
                     IGNORE_DELETE,
                     PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE,
                     CHANGELOG_RETENTION_MS,
