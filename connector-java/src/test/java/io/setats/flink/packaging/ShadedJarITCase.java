@@ -186,12 +186,15 @@ class ShadedJarITCase {
     @Test
     void relocatedGrpcSeesTheBundledNettyWithAnOldNettyBeside() throws Exception {
         Path foreign = foreignJar("netty-buffer-");
+        ClassLoader context = Thread.currentThread().getContextClassLoader();
         try (URLClassLoader loader =
                 new URLClassLoader(
                         new URL[] {foreign.toUri().toURL(), jar.toUri().toURL()},
                         ClassLoader.getPlatformClassLoader())) {
             // The foreign jar comes first and is visible: its version file is found by its name.
             assertThat(loader.getResource("META-INF/io.netty.versions.properties")).isNotNull();
+            // Version.identify() reads the resources of the context class loader, as in a Flink task.
+            Thread.currentThread().setContextClassLoader(loader);
             Class<?> version = Class.forName("io.setats.shaded.io.netty.util.Version", true, loader);
             Object buffer = ((java.util.Map<?, ?>) version.getMethod("identify").invoke(null)).get("netty-buffer");
             assertThat(buffer).as("netty-buffer version seen by the relocated Netty").isNotNull();
@@ -204,6 +207,8 @@ class ShadedJarITCase {
             assertThat((Boolean) pre.invoke(null))
                     .as("relocated grpc believes Netty < 4.1.111 (bundled: " + v + ")")
                     .isFalse();
+        } finally {
+            Thread.currentThread().setContextClassLoader(context);
         }
     }
 

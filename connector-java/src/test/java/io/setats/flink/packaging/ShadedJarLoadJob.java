@@ -37,22 +37,22 @@ public final class ShadedJarLoadJob {
                         + "'catalog-name' = 'setats', 'catalog-database' = 'load', 'catalog-table' = '" + table + "', "
                         + "'warehouse' = '" + warehouse + "', 'bucket' = '4')");
         t.executeSql(
-                "CREATE TABLE bulk (id BIGINT, name STRING, address STRING) WITH ('connector' = 'datagen', "
+                "CREATE TABLE bulk_src (id BIGINT, name STRING, address STRING) WITH ('connector' = 'datagen', "
                         + "'number-of-rows' = '" + bulk + "', 'fields.id.kind' = 'sequence', 'fields.id.start' = '1', "
                         + "'fields.id.end' = '" + bulk + "', 'fields.name.length' = '8', 'fields.address.length' = '24')");
         long t0 = System.nanoTime();
-        t.executeSql("INSERT INTO dst SELECT * FROM bulk").await();
+        t.executeSql("INSERT INTO dst SELECT * FROM bulk_src").await();
         System.out.printf("load: bulk %d rows in %.1f s%n", bulk, (System.nanoTime() - t0) / 1e9);
 
         long streamRows = rate * seconds;
         t.executeSql(
-                "CREATE TABLE stream (id BIGINT, name STRING, address STRING) WITH ('connector' = 'datagen', "
+                "CREATE TABLE paced (id BIGINT, name STRING, address STRING) WITH ('connector' = 'datagen', "
                         + "'rows-per-second' = '" + rate + "', 'number-of-rows' = '" + streamRows + "', "
                         + "'fields.id.kind' = 'sequence', 'fields.id.start' = '" + (bulk + 1) + "', "
                         + "'fields.id.end' = '" + (bulk + streamRows) + "', 'fields.name.length' = '8', "
                         + "'fields.address.length' = '24')");
         t0 = System.nanoTime();
-        t.executeSql("INSERT INTO dst SELECT * FROM stream").await();
+        t.executeSql("INSERT INTO dst SELECT * FROM paced").await();
         System.out.printf("load: stream %d rows at %d rows/s in %.1f s%n", streamRows, rate, (System.nanoTime() - t0) / 1e9);
     }
 }
