@@ -224,6 +224,33 @@ public final class SetatsConnectorOptions {
                                     + "gateway. Keep it well above the checkpoint interval and the "
                                     + "longest restart time.");
 
+    /** Longest wait for a sent batch's WriteAck before the job fails (Setats addition). */
+    public static final ConfigOption<Duration> SINK_ACK_TIMEOUT =
+            ConfigOptions.key("setats.sink.ack-timeout")
+                    .durationType()
+                    .defaultValue(Duration.ofSeconds(60))
+                    .withDescription(
+                            "Setats addition: a record batch the gateway has not acknowledged this "
+                                    + "long after it was sent fails the job with an error naming "
+                                    + "the table, the gateway and the batch (no silent hang), "
+                                    + "e.g. '60s'. Must be positive.");
+
+    /**
+     * How long an idle writer waits for more rows before it sends (Setats addition; 0: at once).
+     */
+    public static final ConfigOption<Duration> SINK_LINGER =
+            ConfigOptions.key("setats.sink.linger")
+                    .durationType()
+                    .defaultValue(Duration.ZERO)
+                    .withDescription(
+                            "Setats addition: while none of its batches awaits a WriteAck, a "
+                                    + "writer sends its buffer once its first row has waited this "
+                                    + "long (0: at once); while batches are in flight it keeps "
+                                    + "buffering until their acks come back, the buffer is full "
+                                    + "or 'setats.sink.flush-interval' passed. So rows are sent at "
+                                    + "once at low rates and in large batches under load. Must "
+                                    + "not be negative.");
+
     /** Table option passed on when the sink creates the table (SPEC section 4). */
     public static final ConfigOption<Boolean> IGNORE_DELETE =
             ConfigOptions.key("ignore-delete")

@@ -33,10 +33,12 @@ import static io.setats.flink.SetatsConnectorOptions.MERGE_ENGINE;
 import static io.setats.flink.SetatsConnectorOptions.PASSWORD;
 import static io.setats.flink.SetatsConnectorOptions.TLS_CA_CERT;
 import static io.setats.flink.SetatsConnectorOptions.USERNAME;
+import static io.setats.flink.SetatsConnectorOptions.SINK_ACK_TIMEOUT;
 import static io.setats.flink.SetatsConnectorOptions.SINK_BUFFER_BYTES;
 import static io.setats.flink.SetatsConnectorOptions.SINK_BUFFER_ROWS;
 import static io.setats.flink.SetatsConnectorOptions.SINK_FLUSH_INTERVAL;
 import static io.setats.flink.SetatsConnectorOptions.SINK_DELIVERY_GUARANTEE;
+import static io.setats.flink.SetatsConnectorOptions.SINK_LINGER;
 import static io.setats.flink.SetatsConnectorOptions.SINK_MAX_IN_FLIGHT_BATCHES;
 import static io.setats.flink.SetatsConnectorOptions.SINK_TRANSACTION_TIMEOUT;
 import static io.setats.flink.SetatsConnectorOptions.STARTUP_MODE;
@@ -333,6 +335,15 @@ public final class SetatsOptionsUtil {
                             + "' must be positive, got "
                             + timeout
                             + ".");
+        }
+        Duration ackTimeout = config.get(SINK_ACK_TIMEOUT);
+        if (ackTimeout.isZero() || ackTimeout.isNegative()) {
+            throw new ValidationException(
+                    "Option '" + SINK_ACK_TIMEOUT.key() + "' must be positive, got " + ackTimeout + ".");
+        }
+        if (config.get(SINK_LINGER).isNegative()) {
+            throw new ValidationException(
+                    "Option '" + SINK_LINGER.key() + "' must not be negative, got " + config.get(SINK_LINGER) + ".");
         }
     }
 

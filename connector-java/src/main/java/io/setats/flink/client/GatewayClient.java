@@ -522,10 +522,23 @@ public final class GatewayClient implements AutoCloseable {
             VectorSchemaRoot root,
             int maxInFlight,
             Consumer<io.setats.proto.v1.WriteAck> onAck) {
+        return startPut(command, root, maxInFlight, PutStream.DEFAULT_ACK_TIMEOUT, onAck);
+    }
+
+    /**
+     * Like {@link #startPut(WriteCommand, VectorSchemaRoot, int, Consumer)}, with the time a sent
+     * batch may wait for its WriteAck before the stream fails ({@code setats.sink.ack-timeout}).
+     */
+    public PutStream startPut(
+            WriteCommand command,
+            VectorSchemaRoot root,
+            int maxInFlight,
+            java.time.Duration ackTimeout,
+            Consumer<io.setats.proto.v1.WriteAck> onAck) {
         WriteCommand cmd =
                 command.hasCatalog() ? command : command.toBuilder().setCatalog(catalog).build();
         String call = "DoPut " + cmd.getDatabase() + "." + cmd.getTable() + " on " + url;
-        return PutStream.start(flight, cmd, root, maxInFlight, onAck, call);
+        return PutStream.start(flight, cmd, root, maxInFlight, ackTimeout, onAck, call);
     }
 
     /**

@@ -10,6 +10,8 @@ import org.apache.arrow.flight.PutResult;
 import org.apache.arrow.memory.ArrowBuf;
 import org.apache.arrow.vector.VectorSchemaRoot;
 
+import java.time.Duration;
+import java.util.ArrayDeque;
 import java.util.function.Consumer;
 
 /**
@@ -24,28 +26,42 @@ import java.util.function.Consumer;
  *
  * <p>Buffers: after putNext the root's buffers are still referenced by the queued message, so the
  * caller must {@code clear()} the root (new buffers) rather than overwrite them in place.
+ *
+ * <p>Ack timeout: a batch not acknowledged within {@code ackTimeout} of being sent fails the stream
+ * with a {@code DEADLINE_EXCEEDED} {@link SetatsGatewayException} naming the table, the gateway and
+ * the batch (its sequence number and rows), and cancels the DoPut. Every wait in this class is
+ * bounded by it, and {@link #checkAckTimeout()} lets an idle caller (a timer) detect it without
+ * waiting: a stream can fail but never hang.
  */
 public final class PutStream implements AutoCloseable {
 
+    /** Default of {@code setats.sink.ack-timeout}. */
+    public static final Duration DEFAULT_ACK_TIMEOUT = Duration.ofSeconds(60);
+
     private final String call;
     private final int maxInFlight;
+    private final long ackTimeoutNanos;
     private final Consumer<WriteAck> onAck;
     private volatile Consumer<RuntimeException> onFailure;
     private volatile java.util.function.Predicate<WriteAck> ackFilter;
     private final Object lock = new Object();
     private FlightClient.ClientStreamListener stream;
 
-    // Guarded by lock.
-    private long sent;
-    private long acked;
+    // Written under lock; volatile so that idle() reads them without it.
+    private volatile long sent;
+    private volatile long acked;
     private long ackedRows;
     private volatile RuntimeException failure;
     private boolean serverDone;
     private boolean completed;
+    /** Per unacknowledged batch, in send order: {System.nanoTime() when sent, rows}. */
+    private final ArrayDeque<long[]> pending = new ArrayDeque<>();
 
-    private PutStream(String call, int maxInFlight, Consumer<WriteAck> onAck) {
+    private PutStream(String call, int maxInFlight, Duration ackTimeout, Consumer<WriteAck> onAck) {
         this.call = call;
         this.maxInFlight = Math.max(1, maxInFlight);
+        long t = ackTimeout == null ? DEFAULT_ACK_TIMEOUT.toNanos() : ackTimeout.toNanos();
+        this.ackTimeoutNanos = t <= 0 ? DEFAULT_ACK_TIMEOUT.toNanos() : t;
         this.onAck = onAck;
     }
 
@@ -54,9 +70,10 @@ public final class PutStream implements AutoCloseable {
             WriteCommand command,
             VectorSchemaRoot root,
             int maxInFlight,
+            Duration ackTimeout,
             Consumer<WriteAck> onAck,
             String call) {
-        PutStream ps = new PutStream(call, maxInFlight, onAck);
+        PutStream ps = new PutStream(call, maxInFlight, ackTimeout, onAck);
         try {
             ps.stream =
                     client.startPut(
@@ -115,6 +132,7 @@ public final class PutStream implements AutoCloseable {
                     }
                     acked++;
                     ackedRows += ack.getRows();
+                    pending.pollFirst();
                     lock.notifyAll();
                 }
                 if (onAck != null) {
@@ -186,14 +204,22 @@ public final class PutStream implements AutoCloseable {
 
     /**
      * Sends the root's current rows as the next record batch. Blocks while {@code maxInFlight}
-     * batches are unacknowledged.
+     * batches are unacknowledged, at most until the oldest one's ack timeout.
      *
-     * @throws SetatsGatewayException when the stream failed (gateway error)
+     * @throws SetatsGatewayException when the stream failed (gateway error, ack timeout)
      */
     public void putNext() throws InterruptedException {
+        putNext(-1);
+    }
+
+    /**
+     * Like {@link #putNext()}; {@code rows} (the batch's row count, -1 unknown) is named in an ack
+     * timeout's message.
+     */
+    public void putNext(int rows) throws InterruptedException {
         synchronized (lock) {
             while (failure == null && !serverDone && sent - acked >= maxInFlight) {
-                lock.wait();
+                waitForAckLocked();
             }
             checkLocked();
             if (serverDone) {
@@ -201,11 +227,18 @@ public final class PutStream implements AutoCloseable {
                         call, "INTERNAL", "the gateway ended the DoPut stream early", null);
             }
             // Arrow's putNext waits for the gRPC stream to be ready and never returns when the
-            // stream broke meanwhile (gateway killed): wait here, where a failure ends the wait.
+            // stream broke meanwhile (gateway killed): wait here, where a failure or the oldest
+            // batch's ack timeout ends the wait.
             while (failure == null && !serverDone && !stream.isReady()) {
+                long[] oldest = pending.peekFirst();
+                if (oldest != null && System.nanoTime() - oldest[0] >= ackTimeoutNanos) {
+                    timeoutLocked(oldest);
+                    break;
+                }
                 lock.wait(5);
             }
             checkLocked();
+            pending.addLast(new long[] {System.nanoTime(), rows});
             sent++;
         }
         try {
@@ -217,14 +250,16 @@ public final class PutStream implements AutoCloseable {
     }
 
     /**
-     * Blocks until every sent batch is acknowledged (durable).
+     * Blocks until every sent batch is acknowledged (durable), at most until the oldest
+     * unacknowledged batch's ack timeout.
      *
-     * @throws SetatsGatewayException when the stream failed before that
+     * @throws SetatsGatewayException when the stream failed before that (gateway error, ack
+     *     timeout)
      */
     public void awaitAcks() throws InterruptedException {
         synchronized (lock) {
             while (failure == null && acked < sent && !serverDone) {
-                lock.wait();
+                waitForAckLocked();
             }
             checkLocked();
             if (acked < sent) {
@@ -236,6 +271,91 @@ public final class PutStream implements AutoCloseable {
                                 + " batch(es) unacknowledged",
                         null);
             }
+        }
+    }
+
+    /** Waits for an ack or a failure, no longer than the oldest pending batch's deadline. */
+    private void waitForAckLocked() throws InterruptedException {
+        long[] oldest = pending.peekFirst();
+        if (oldest == null) {
+            lock.wait();
+            return;
+        }
+        long left = oldest[0] + ackTimeoutNanos - System.nanoTime();
+        if (left <= 0) {
+            timeoutLocked(oldest);
+            return;
+        }
+        lock.wait(Math.max(1, left / 1_000_000), 0);
+    }
+
+    /**
+     * Fails the stream when its oldest unacknowledged batch has waited longer than the ack
+     * timeout (cheap when nothing is pending). For a caller that is not waiting, e.g. an idle
+     * sink writer's timer.
+     *
+     * @throws SetatsGatewayException when the stream failed (then or before)
+     */
+    public void checkAckTimeout() {
+        synchronized (lock) {
+            long[] oldest = pending.peekFirst();
+            if (failure == null
+                    && oldest != null
+                    && System.nanoTime() - oldest[0] >= ackTimeoutNanos) {
+                timeoutLocked(oldest);
+            }
+            checkLocked();
+        }
+    }
+
+    /**
+     * Milliseconds until the oldest unacknowledged batch's ack timeout (0 when due), or -1 when
+     * every sent batch is acknowledged.
+     */
+    public long msUntilAckTimeout() {
+        synchronized (lock) {
+            long[] oldest = pending.peekFirst();
+            if (oldest == null) {
+                return -1;
+            }
+            long left = oldest[0] + ackTimeoutNanos - System.nanoTime();
+            return left <= 0 ? 0 : Math.max(1, left / 1_000_000);
+        }
+    }
+
+    private void timeoutLocked(long[] oldest) {
+        long seq = acked;
+        long waitedMs = (System.nanoTime() - oldest[0]) / 1_000_000;
+        String rows = oldest[1] >= 0 ? oldest[1] + " rows" : "rows unknown";
+        failLocked(
+                new SetatsGatewayException(
+                        call,
+                        "DEADLINE_EXCEEDED",
+                        "batch "
+                                + seq
+                                + " ("
+                                + rows
+                                + ") was not acknowledged within "
+                                + ackTimeoutNanos / 1_000_000
+                                + " ms (waited "
+                                + waitedMs
+                                + " ms; "
+                                + (sent - acked)
+                                + " batch(es) unacknowledged; option 'setats.sink.ack-timeout')",
+                        null));
+        // Tell the gateway too, and let gRPC free the call; the stream is unusable from now on.
+        cancelQuietly("setats: batch " + seq + " not acknowledged in time");
+    }
+
+    private void cancelQuietly(String why) {
+        FlightClient.ClientStreamListener s = stream;
+        if (s == null) {
+            return;
+        }
+        try {
+            s.error(new RuntimeException(why));
+        } catch (RuntimeException ignored) {
+            // Already gone.
         }
     }
 
@@ -262,6 +382,21 @@ public final class PutStream implements AutoCloseable {
     public long sentBatches() {
         synchronized (lock) {
             return sent;
+        }
+    }
+
+    /**
+     * Whether every sent batch is acknowledged (no lock: cheap enough to call per row). A failed
+     * stream is not idle.
+     */
+    public boolean idle() {
+        return failure == null && sent == acked;
+    }
+
+    /** Batches sent and not yet acknowledged. */
+    public long inFlightBatches() {
+        synchronized (lock) {
+            return sent - acked;
         }
     }
 
@@ -293,9 +428,22 @@ public final class PutStream implements AutoCloseable {
             completed = true;
         }
         stream.completed();
+        long deadline = System.nanoTime() + ackTimeoutNanos;
         synchronized (lock) {
             while (failure == null && !serverDone) {
-                lock.wait();
+                long left = deadline - System.nanoTime();
+                if (left <= 0) {
+                    failure =
+                            new SetatsGatewayException(
+                                    call,
+                                    "DEADLINE_EXCEEDED",
+                                    "the gateway did not end the completed DoPut stream within "
+                                            + ackTimeoutNanos / 1_000_000
+                                            + " ms (option 'setats.sink.ack-timeout')",
+                                    null);
+                    break;
+                }
+                lock.wait(Math.max(1, left / 1_000_000), 0);
             }
             checkLocked();
         }

@@ -92,6 +92,8 @@ public final class SetatsSink<IN>
     private final int bufferRows;
     private final long bufferBytes;
     private final int maxInFlightBatches;
+    private final Duration ackTimeout;
+    private final Duration linger;
     private final SetatsRecordSerializer<IN> serializer;
     private final DeliveryGuarantee deliveryGuarantee;
     private final Duration transactionTimeout;
@@ -123,6 +125,8 @@ public final class SetatsSink<IN>
         this.bufferRows = b.bufferRows;
         this.bufferBytes = b.bufferBytes;
         this.maxInFlightBatches = b.maxInFlightBatches;
+        this.ackTimeout = b.ackTimeout;
+        this.linger = b.linger;
         this.serializer = b.serializer;
         this.deliveryGuarantee = b.deliveryGuarantee;
         this.transactionTimeout = b.transactionTimeout;
@@ -379,6 +383,16 @@ public final class SetatsSink<IN>
 
     public int maxInFlightBatches() {
         return maxInFlightBatches;
+    }
+
+    /** {@code setats.sink.ack-timeout}: longest wait for a sent batch's WriteAck. */
+    public Duration ackTimeout() {
+        return ackTimeout;
+    }
+
+    /** {@code setats.sink.linger}: how long an idle writer waits for more rows (0: none). */
+    public Duration linger() {
+        return linger;
     }
 
     public SetatsRecordSerializer<IN> serializer() {

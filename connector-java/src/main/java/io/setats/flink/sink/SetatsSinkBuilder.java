@@ -84,6 +84,8 @@ public final class SetatsSinkBuilder<IN> {
     int maxInFlightBatches;
     DeliveryGuarantee deliveryGuarantee;
     Duration transactionTimeout;
+    Duration ackTimeout;
+    Duration linger;
 
     SetatsSinkBuilder(SetatsRecordSerializer<IN> serializer) {
         this.serializer = serializer;
@@ -248,6 +250,18 @@ public final class SetatsSinkBuilder<IN> {
         return this;
     }
 
+    /** {@code setats.sink.ack-timeout}: a batch not acknowledged this long after it was sent fails the job. */
+    public SetatsSinkBuilder<IN> setAckTimeout(Duration v) {
+        options.set(SetatsConnectorOptions.SINK_ACK_TIMEOUT, v);
+        return this;
+    }
+
+    /** {@code setats.sink.linger}: how long an idle writer waits for more rows before sending (0: at once). */
+    public SetatsSinkBuilder<IN> setLinger(Duration v) {
+        options.set(SetatsConnectorOptions.SINK_LINGER, v);
+        return this;
+    }
+
     /**
      * {@code AT_LEAST_ONCE} (default) or {@code EXACTLY_ONCE} (needs checkpointing), as option
      * 'sink.delivery-guarantee' (SPEC section 10). {@code NONE} is refused by {@link #build()}.
@@ -331,6 +345,8 @@ public final class SetatsSinkBuilder<IN> {
         maxInFlightBatches = options.get(SINK_MAX_IN_FLIGHT_BATCHES);
         deliveryGuarantee = SetatsOptionsUtil.deliveryGuarantee(options);
         transactionTimeout = options.get(SINK_TRANSACTION_TIMEOUT);
+        ackTimeout = options.get(SetatsConnectorOptions.SINK_ACK_TIMEOUT);
+        linger = options.get(SetatsConnectorOptions.SINK_LINGER);
         return new SetatsSink<>(this);
     }
 
@@ -357,6 +373,8 @@ public final class SetatsSinkBuilder<IN> {
                     SINK_MAX_IN_FLIGHT_BATCHES,
                     SINK_DELIVERY_GUARANTEE,
                     SINK_TRANSACTION_TIMEOUT,
+                    SetatsConnectorOptions.SINK_ACK_TIMEOUT,
+                    SetatsConnectorOptions.SINK_LINGER,
                     IGNORE_DELETE,
                     PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE,
                     CHANGELOG_RETENTION_MS,

@@ -217,4 +217,90 @@ class GatewayClientITCase {
             }
         }
     }
+
+    /**
+     * A gateway that stops answering (SIGSTOP) after a batch was sent: the batch is not
+     * acknowledged within the ack timeout, and awaitAcks fails with DEADLINE_EXCEEDED naming the
+     * table, the gateway and the batch instead of waiting forever (issue 12, item 5).
+     */
+    @Test
+    void unacknowledgedBatchFailsAfterAckTimeout() throws Exception {
+        String table = "t_ack_timeout";
+        try (GatewayClient c = GATEWAY.client();
+                RowDataArrowWriter w = new RowDataArrowWriter(SEED, c.allocator(), true)) {
+            WriteCommand cmd =
+                    WriteCommand.newBuilder()
+                            .setDatabase("testdb")
+                            .setTable(table)
+                            .setCreateIfAbsent(seedSpec(table, 2))
+                            .build();
+            PutStream ps = c.startPut(cmd, w.root(), 4, java.time.Duration.ofSeconds(2), null);
+            try {
+                w.write(row(RowKind.INSERT, "a", "20261129", "n", "x"));
+                w.finish();
+                ps.putNext(1);
+                w.reset();
+                ps.awaitAcks(); // batch 0 is acknowledged normally
+                GATEWAY.suspend();
+                try {
+                    for (int i = 0; i < 3; i++) {
+                        w.write(row(RowKind.INSERT, "b" + i, "20261129", "n", "x"));
+                    }
+                    w.finish();
+                    ps.putNext(3);
+                    w.reset();
+                    assertThatThrownBy(ps::awaitAcks)
+                            .isInstanceOf(SetatsGatewayException.class)
+                            .hasMessageContaining("DEADLINE_EXCEEDED")
+                            .hasMessageContaining("testdb." + table)
+                            .hasMessageContaining(GATEWAY.flightAddr())
+                            .hasMessageContaining("batch 1 (3 rows)")
+                            .hasMessageContaining("setats.sink.ack-timeout");
+                    // The failure sticks: every later call throws it too.
+                    assertThatThrownBy(ps::check).hasMessageContaining("batch 1 (3 rows)");
+                } finally {
+                    GATEWAY.resume();
+                }
+            } finally {
+                ps.close();
+            }
+        }
+    }
+
+    /** checkAckTimeout (the idle writer's timer) reports the timeout without anyone waiting. */
+    @Test
+    void checkAckTimeoutFailsAnIdleStream() throws Exception {
+        String table = "t_ack_timeout_idle";
+        try (GatewayClient c = GATEWAY.client();
+                RowDataArrowWriter w = new RowDataArrowWriter(SEED, c.allocator(), true)) {
+            WriteCommand cmd =
+                    WriteCommand.newBuilder()
+                            .setDatabase("testdb")
+                            .setTable(table)
+                            .setCreateIfAbsent(seedSpec(table, 2))
+                            .build();
+            PutStream ps = c.startPut(cmd, w.root(), 4, java.time.Duration.ofSeconds(1), null);
+            try {
+                GATEWAY.suspend();
+                try {
+                    w.write(row(RowKind.INSERT, "a", "20261129", "n", "x"));
+                    w.finish();
+                    ps.putNext(1);
+                    w.reset();
+                    ps.checkAckTimeout(); // not due yet
+                    assertThat(ps.msUntilAckTimeout()).isBetween(0L, 1000L);
+                    Thread.sleep(1200);
+                    assertThatThrownBy(ps::checkAckTimeout)
+                            .isInstanceOf(SetatsGatewayException.class)
+                            .hasMessageContaining("batch 0 (1 rows)")
+                            .hasMessageContaining("DoPut testdb." + table);
+                    assertThat(ps.failed()).isTrue();
+                } finally {
+                    GATEWAY.resume();
+                }
+            } finally {
+                ps.close();
+            }
+        }
+    }
 }

@@ -162,6 +162,67 @@ class ShadedJarITCase {
         }
     }
 
+    /**
+     * Issue 12, the hang: Netty's version resource is relocated and lists every bundled module, so
+     * a Netty beside the jar cannot change what the relocated grpc believes about its Netty.
+     */
+    @Test
+    void nettyVersionResourceIsRelocatedAndComplete() throws IOException {
+        assertThat(entries).doesNotContain("META-INF/io.netty.versions.properties");
+        assertThat(entries).contains("META-INF/io.setats.shaded.io.netty.versions.properties");
+        java.util.Properties p = new java.util.Properties();
+        p.load(new java.io.StringReader(read("META-INF/io.setats.shaded.io.netty.versions.properties")));
+        for (String module : new String[] {"netty-buffer", "netty-common", "netty-transport", "netty-codec-http2", "netty-handler"}) {
+            assertThat(p.getProperty(module + ".version")).as(module).isNotNull().startsWith("4.1.");
+        }
+    }
+
+    /**
+     * Issue 12, the hang: with netty-buffer 4.1.76 (unshaded, as ZooKeeper, Curator or Hadoop
+     * bring it) beside the shaded jar, the relocated grpc must still see the bundled Netty (4.1.111
+     * or later) and so must not turn on its NettyAdaptiveCumulator, which corrupts inbound frames
+     * on that Netty (grpc-java #11284): WriteAcks stopped arriving and the sink hung.
+     */
+    @Test
+    void relocatedGrpcSeesTheBundledNettyWithAnOldNettyBeside() throws Exception {
+        Path foreign = foreignJar("netty-buffer-");
+        ClassLoader context = Thread.currentThread().getContextClassLoader();
+        try (URLClassLoader loader =
+                new URLClassLoader(
+                        new URL[] {foreign.toUri().toURL(), jar.toUri().toURL()},
+                        ClassLoader.getPlatformClassLoader())) {
+            // The foreign jar comes first and is visible: its version file is found by its name.
+            assertThat(loader.getResource("META-INF/io.netty.versions.properties")).isNotNull();
+            // Version.identify() reads the resources of the context class loader, as in a Flink task.
+            Thread.currentThread().setContextClassLoader(loader);
+            Class<?> version = Class.forName("io.setats.shaded.io.netty.util.Version", true, loader);
+            Object buffer = ((java.util.Map<?, ?>) version.getMethod("identify").invoke(null)).get("netty-buffer");
+            assertThat(buffer).as("netty-buffer version seen by the relocated Netty").isNotNull();
+            String v = (String) version.getMethod("artifactVersion").invoke(buffer);
+            assertThat(v).doesNotStartWith("4.1.76");
+            Class<?> handler =
+                    Class.forName("io.setats.shaded.io.grpc.netty.GrpcHttp2ConnectionHandler", true, loader);
+            Method pre = handler.getDeclaredMethod("usingPre4_1_111_Netty");
+            pre.setAccessible(true);
+            assertThat((Boolean) pre.invoke(null))
+                    .as("relocated grpc believes Netty < 4.1.111 (bundled: " + v + ")")
+                    .isFalse();
+        } finally {
+            Thread.currentThread().setContextClassLoader(context);
+        }
+    }
+
+    /** A jar of target/foreign-jars (maven-dependency-plugin, pre-integration-test). */
+    static Path foreignJar(String prefix) throws IOException {
+        Path dir = Paths.get(System.getProperty("setats.foreign.jars", "target/foreign-jars"));
+        assertThat(dir).as("foreign jars (mvn verify copies them)").isDirectory();
+        try (java.util.stream.Stream<Path> s = java.nio.file.Files.list(dir)) {
+            return s.filter(p -> p.getFileName().toString().startsWith(prefix))
+                    .findFirst()
+                    .orElseThrow(() -> new AssertionError("no " + prefix + "* in " + dir));
+        }
+    }
+
     /** Loads io.setats.* from the jar first, everything else (Flink, JDK) from the parent. */
     private static final class ChildFirst extends URLClassLoader {
         ChildFirst(URL jar, ClassLoader parent) {

@@ -290,6 +290,32 @@ public final class SetatsGatewayProcess
         start();
     }
 
+    /**
+     * Freezes the gateway process (SIGSTOP): its sockets stay open and the kernel still accepts
+     * bytes, but nothing is read or answered -- a gateway that hangs. {@link #resume()} undoes it.
+     */
+    public synchronized void suspend() throws IOException, InterruptedException {
+        signal("STOP");
+    }
+
+    /** Lets a {@link #suspend() suspended} gateway run again (SIGCONT). */
+    public synchronized void resume() throws IOException, InterruptedException {
+        signal("CONT");
+    }
+
+    private void signal(String sig) throws IOException, InterruptedException {
+        if (process == null) {
+            throw new IllegalStateException("gateway not running");
+        }
+        Process kill =
+                new ProcessBuilder("kill", "-" + sig, Long.toString(process.pid()))
+                        .redirectErrorStream(true)
+                        .start();
+        if (!kill.waitFor(10, TimeUnit.SECONDS) || kill.exitValue() != 0) {
+            throw new IOException("kill -" + sig + " " + process.pid() + " failed");
+        }
+    }
+
     /** Stops the gateway (SIGTERM, then SIGKILL after 10 s) and deletes its temp directory. */
     @Override
     public synchronized void close() {

@@ -35,6 +35,7 @@ import java.util.Collections;
 import java.util.List;
 import java.util.UUID;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * SetatsSinkWriter buffers rows into one Arrow record batch (the sink's declared columns plus
@@ -42,9 +43,16 @@ import java.util.concurrent.atomic.AtomicLong;
  * CatalogContext, the {@code create_if_absent} table spec (SPEC section 3), a writer id and the
  * batch sequence (SPEC section 10).
  *
- * <p>A batch is sent when it holds {@code setats.sink.buffer-rows} rows or {@code
- * setats.sink.buffer-bytes} bytes, or when its first row has waited {@code
- * setats.sink.flush-interval}. Every sent batch is kept until its WriteAck arrives: when the
+ * <p>When a batch is sent (linger-style): while none of the writer's batches awaits a WriteAck
+ * (the pipeline is idle), the buffer is sent once its first row has waited {@code
+ * setats.sink.linger} (default 0: at once, so a row at a low rate is sent as soon as it arrives);
+ * while batches are in flight, rows keep buffering and go out when the last ack comes back, when
+ * the buffer holds {@code setats.sink.buffer-rows} rows or {@code setats.sink.buffer-bytes}
+ * bytes, or when its first row has waited {@code setats.sink.flush-interval}. So batches grow with
+ * the load (about rate x round trip) and latency stays near the gateway's round trip instead of
+ * the flush interval.
+ *
+ * <p>Every sent batch is kept until its WriteAck arrives: when the
  * stream breaks (gateway restarted, connection lost, an ack dropped), the writer opens a new
  * stream with the same writer id and resends the unacknowledged batches under their sequences,
  * so the gateway applies each once and answers the ones it had applied with their original ack.
@@ -62,7 +70,13 @@ import java.util.concurrent.atomic.AtomicLong;
  * #prepareCommit()} waits until they are durable and hands a {@link SetatsCommittable} to the
  * committer, which merges them when the checkpoint completes.
  *
- * <p>All methods, timer callbacks included, run on the task's mailbox thread.
+ * <p>A refused batch fails the job with the gateway's message; a batch not acknowledged within {@code setats.sink.ack-timeout} (default 60 s) fails
+ * it with a message naming the table, the gateway and the batch, even while no row arrives (a
+ * timer checks), so the writer can fail but never hang. At start the writer calls {@code
+ * gateway-info} and fails when the warehouse differs.
+ *
+ * <p>All methods, timer callbacks and ack wake-ups included, run on the task's mailbox thread;
+ * only {@link #onAck} runs on a gRPC thread and just posts a mail.
  */
 public final class SetatsSinkWriter<IN>
         implements StatefulSinkWriter<IN, SetatsWriterState>,
@@ -81,10 +95,13 @@ public final class SetatsSinkWriter<IN>
     private final Counter numRecordsSend;
     private final Counter numBytesSend;
     private final long flushIntervalMs;
+    private final long lingerMs;
     private final int subtask;
     private final MailboxExecutor mailbox;
     private final boolean exactlyOnce;
     private final String writerId;
+    /** An ack wake-up mail is queued (set by gRPC threads, cleared on the mailbox thread). */
+    private final AtomicBoolean wakeQueued = new AtomicBoolean();
 
     /** Sent batches not yet acknowledged, in sequence order (mailbox thread only). */
     private final ArrayDeque<Sent> unacked = new ArrayDeque<>();
@@ -93,9 +110,10 @@ public final class SetatsSinkWriter<IN>
 
     private long nextSequence;
     private PutStream stream;
-    private boolean timerPending;
+    private boolean flushTimerPending;
+    private boolean ackTimerPending;
     private long batchStartMs;
-    private boolean closed;
+    private volatile boolean closed;
 
     // Exactly-once.
     private String commitUser;
@@ -125,6 +143,7 @@ public final class SetatsSinkWriter<IN>
         this.numRecordsSend = ctx.metricGroup().getNumRecordsSendCounter();
         this.numBytesSend = ctx.metricGroup().getNumBytesSendCounter();
         this.flushIntervalMs = sink.flushInterval().toMillis();
+        this.lingerMs = sink.linger() == null ? 0 : Math.min(sink.linger().toMillis(), flushIntervalMs);
         this.subtask = ctx.getTaskInfo().getIndexOfThisSubtask();
         this.mailbox = ctx.getMailboxExecutor();
         this.exactlyOnce = sink.deliveryGuarantee() == DeliveryGuarantee.EXACTLY_ONCE;
@@ -148,14 +167,17 @@ public final class SetatsSinkWriter<IN>
         }
         this.batch = w;
         LOG.info(
-                "Setats sink writer {} for {}.{} on {} ({}, {}, writer id {})",
+                "Setats sink writer {} for {}.{} on {} ({}, {}, writer id {}; linger {} ms, flush interval {} ms, ack timeout {})",
                 subtask,
                 sink.database(),
                 sink.table(),
                 client.url(),
                 layout,
                 sink.deliveryGuarantee(),
-                writerId);
+                writerId,
+                lingerMs,
+                flushIntervalMs,
+                sink.ackTimeout());
     }
 
     /**
@@ -208,36 +230,73 @@ public final class SetatsSinkWriter<IN>
     @Override
     public void write(IN element, Context context) throws IOException, InterruptedException {
         RowData row = sink.serializer().serialize(element);
-        if (batch.rowCount() == 0) {
+        boolean first = batch.rowCount() == 0;
+        if (first) {
             batchStartMs = timers.getCurrentProcessingTime();
-            scheduleFlush(batchStartMs + flushIntervalMs);
         }
         batch.write(row);
         numRecordsSend.inc();
         if (batch.rowCount() >= sink.bufferRows() || batch.estimatedBytes() >= sink.bufferBytes()) {
             sendBatch();
+        } else if (lingerMs == 0 && pipelineIdle()) {
+            sendBatch();
+        } else if (first) {
+            scheduleFlush(batchStartMs + (lingerMs > 0 ? lingerMs : flushIntervalMs));
         }
+    }
+
+    /** No batch of this writer awaits its ack. */
+    private boolean pipelineIdle() {
+        return stream == null || stream.idle();
     }
 
     private void scheduleFlush(long at) {
-        if (timerPending) {
+        if (flushTimerPending) {
             return;
         }
-        timerPending = true;
-        timers.registerTimer(at, this::onTimer);
+        flushTimerPending = true;
+        timers.registerTimer(at, this::onFlushTimer);
     }
 
-    private void onTimer(long now) throws IOException, InterruptedException {
-        timerPending = false;
+    private void onFlushTimer(long now) throws IOException, InterruptedException {
+        flushTimerPending = false;
         if (closed || batch.rowCount() == 0) {
             return;
         }
         long due = batchStartMs + flushIntervalMs;
-        if (now >= due) {
+        long lingerDue = batchStartMs + lingerMs;
+        if (now >= due || (now >= lingerDue && pipelineIdle())) {
             sendBatch();
         } else {
-            scheduleFlush(due);
+            // Lingered but batches are in flight: the last ack (onAck) or the flush interval sends.
+            scheduleFlush(now < lingerDue ? lingerDue : due);
         }
+    }
+
+    /** gRPC thread: each WriteAck. When it leaves the pipeline idle, wake the mailbox to send. */
+    private void onAck(WriteAck ack) {
+        ackedUpTo.accumulateAndGet(ack.getSequence(), Math::max);
+        PutStream s = stream;
+        if (closed || s == null || !s.idle() || wakeQueued.getAndSet(true)) {
+            return;
+        }
+        try {
+            mailbox.execute(this::onPipelineIdle, "setats sink: pipeline idle");
+        } catch (RuntimeException rejected) {
+            // The task is shutting down.
+            wakeQueued.set(false);
+        }
+    }
+
+    private void onPipelineIdle() throws InterruptedException {
+        wakeQueued.set(false);
+        if (closed || batch.rowCount() == 0 || !pipelineIdle()) {
+            return;
+        }
+        if (timers.getCurrentProcessingTime() >= batchStartMs + lingerMs) {
+            sendBatch();
+        }
+        // else the linger timer sends.
     }
 
     /** Sends the buffered rows as one record batch (no-op when empty); does not wait for acks. */
@@ -259,6 +318,29 @@ public final class SetatsSinkWriter<IN>
         if (!ensureStream()) { // a new stream resent every unacknowledged batch, s included
             transmitOrReconnect(s);
         }
+        scheduleAckCheck();
+    }
+
+    /** A timer at the oldest unacknowledged batch's ack deadline, so an idle writer fails too. */
+    private void scheduleAckCheck() {
+        if (ackTimerPending || stream == null) {
+            return;
+        }
+        long in = stream.msUntilAckTimeout();
+        if (in < 0) {
+            return;
+        }
+        ackTimerPending = true;
+        timers.registerTimer(timers.getCurrentProcessingTime() + in, this::onAckTimer);
+    }
+
+    private void onAckTimer(long now) {
+        ackTimerPending = false;
+        if (closed || stream == null) {
+            return;
+        }
+        stream.checkAckTimeout(); // throws: the task fails with the batch, table and gateway
+        scheduleAckCheck();
     }
 
     /**
@@ -273,7 +355,7 @@ public final class SetatsSinkWriter<IN>
         }
         new VectorLoader(batch.root()).load(s.data);
         try {
-            stream.putNext();
+            stream.putNext(s.data.getLength());
         } finally {
             batch.reset();
         }
@@ -382,7 +464,12 @@ public final class SetatsSinkWriter<IN>
                             .setEpoch(epoch));
         }
         PutStream s =
-                client.startPut(cmd.build(), batch.root(), sink.maxInFlightBatches(), this::onAck);
+                client.startPut(
+                        cmd.build(),
+                        batch.root(),
+                        sink.maxInFlightBatches(),
+                        sink.ackTimeout(),
+                        this::onAck);
         SetatsSinkTestHooks.AckFilter drop = SetatsSinkTestHooks.dropAck;
         if (drop != null) {
             s.setAckFilter(a -> drop.drop(subtask, a.getSequence()));
@@ -415,10 +502,6 @@ public final class SetatsSinkWriter<IN>
         }
     }
 
-    /** Called on a gRPC thread with each WriteAck. */
-    private void onAck(WriteAck ack) {
-        ackedUpTo.accumulateAndGet(ack.getSequence(), Math::max);
-    }
 
     /** Releases the kept batches that were acknowledged (mailbox thread). */
     private void releaseAcked() {
@@ -460,7 +543,8 @@ public final class SetatsSinkWriter<IN>
      * as durable. Exactly-once: the same for the staged rows (the commit comes from the
      * committer).
      *
-     * @throws SetatsGatewayException with the gateway's message on error
+     * @throws SetatsGatewayException with the gateway's message on error, or when a batch was not
+     *     acknowledged within {@code setats.sink.ack-timeout}
      */
     @Override
     public void flush(boolean endOfInput) throws IOException, InterruptedException {
