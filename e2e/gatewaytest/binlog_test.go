@@ -369,7 +369,7 @@ func TestRandomizedSlotsAndInitial(t *testing.T) {
 		runs = append(runs, tr)
 		keys := tableKeys(td)
 		for wi := range 2 {
-			w := &randWriter{tr: tr, rng: rand.New(rand.NewPCG(seed, uint64(100+ti*2+wi)))}
+			w := &randWriter{tr: tr, rng: rand.New(rand.NewPCG(seed, uint64(100+ti*2+wi))), id: fmt.Sprintf("b%d-%d", ti, wi)}
 			for ki := wi; ki < len(keys); ki += 2 {
 				w.keys = append(w.keys, keys[ki])
 			}
