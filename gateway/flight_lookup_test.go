@@ -1,7 +1,9 @@
 package gateway
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 
@@ -42,6 +44,13 @@ func (g *testGateway) openLookup(cmd *setatspb.LookupCommand, keySchema *arrow.S
 func (l *lookupSession) lookup(keys arrow.RecordBatch) ([]string, error) {
 	defer keys.Release()
 	if err := l.w.Write(keys); err != nil {
+		// gRPC: a send that fails with io.EOF means the server ended the stream; its status
+		// comes with the next receive.
+		if errors.Is(err, io.EOF) {
+			if _, rerr := l.ex.Recv(); rerr != nil && !errors.Is(rerr, io.EOF) {
+				return nil, rerr
+			}
+		}
 		return nil, err
 	}
 	if l.rdr == nil {
