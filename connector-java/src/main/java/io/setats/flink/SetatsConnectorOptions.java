@@ -359,6 +359,17 @@ public final class SetatsConnectorOptions {
                             "How often the source looks for new buckets and partitions; NATS "
                                     + "notifications trigger a look sooner.");
 
+    /** How long a CDC bucket stream keeps reconnecting without a row before the task fails. */
+    public static final ConfigOption<Duration> SCAN_RECONNECT_TIMEOUT =
+            ConfigOptions.key("scan.reconnect-timeout")
+                    .durationType()
+                    .defaultValue(Duration.ofMinutes(5))
+                    .withDescription(
+                            "When a bucket's changelog stream breaks (gateway restart, network), the "
+                                    + "source reconnects from the next offset with exponential back-off "
+                                    + "(100 ms up to 5 s); after this long without a row the task fails "
+                                    + "naming the gateway and the bucket. 0 fails at once.");
+
     // --------------------------------------------------------------------------------------------
     // Enums
     // --------------------------------------------------------------------------------------------

@@ -557,6 +557,15 @@ public final class GatewayClient implements AutoCloseable {
         }
     }
 
+    /**
+     * Makes the channel try to connect at once instead of after gRPC's own reconnect back-off
+     * (up to 2 min after a gateway outage): callers that run their own back-off (the CDC source's
+     * reconnection) call it before each new attempt. Cheap when connected.
+     */
+    public void resetConnectBackoff() {
+        channel.resetConnectBackoff();
+    }
+
     /** Names a ticket in error messages: {@code DoGet db.table partition=... bucket=N on url}. */
     public String describe(ChangelogTicket t) {
         return "DoGet "

@@ -49,6 +49,7 @@ public final class SetatsCdcSourceBuilder<T> {
     private StartupMode startupMode = StartupMode.LATEST;
     @Nullable private Long startupTimestampMs;
     private Duration discoveryInterval = SetatsConnectorOptions.BUCKET_DISCOVERY_INTERVAL.defaultValue();
+    private Duration reconnectTimeout = SetatsConnectorOptions.SCAN_RECONNECT_TIMEOUT.defaultValue();
     private int expectedBucketCount = -1;
     @Nullable private String expectedBucketKey;
     @Nullable private RowType readType;
@@ -182,6 +183,15 @@ public final class SetatsCdcSourceBuilder<T> {
     }
 
     /**
+     * How long a bucket's changelog stream keeps reconnecting without a row after it broke
+     * ({@code scan.reconnect-timeout}, default 5 min; 0 fails at the first broken stream).
+     */
+    public SetatsCdcSourceBuilder<T> setReconnectTimeout(Duration timeout) {
+        this.reconnectTimeout = java.util.Objects.requireNonNull(timeout, "timeout");
+        return this;
+    }
+
+    /**
      * Builds the source.
      *
      * @throws IllegalArgumentException when a required setting is missing or settings contradict
@@ -216,7 +226,8 @@ public final class SetatsCdcSourceBuilder<T> {
                         discoveryInterval,
                         expectedBucketCount,
                         expectedBucketKey)
-                        .withSlot(slotName, syncPointSize);
+                        .withSlot(slotName, syncPointSize)
+                        .withReconnectTimeout(reconnectTimeout);
         RowType rt = readType != null ? readType : tableRowType(config);
         SetatsDeserializationSchema<T> d =
                 deserializer != null

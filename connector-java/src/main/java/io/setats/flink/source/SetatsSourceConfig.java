@@ -40,6 +40,8 @@ public final class SetatsSourceConfig implements Serializable {
     @Nullable private String slotName;
     /** slot.sync-point-size: rows per bucket between running sync points. */
     private int syncPointSize = SetatsConnectorOptions.SLOT_SYNC_POINT_SIZE.defaultValue();
+    /** scan.reconnect-timeout: how long a bucket stream retries without progress. */
+    private Duration reconnectTimeout = SetatsConnectorOptions.SCAN_RECONNECT_TIMEOUT.defaultValue();
 
     /** A config for an anonymous connection to managerUrl (no credentials, JVM trust store). */
     public SetatsSourceConfig(
@@ -187,7 +189,30 @@ public final class SetatsSourceConfig implements Serializable {
                         startupTimestampMs, discoveryInterval, expectedBucketCount, expectedBucketKey);
         c.slotName = slotName;
         c.syncPointSize = syncPointSize;
+        c.reconnectTimeout = reconnectTimeout;
         return c;
+    }
+
+    /**
+     * This config with {@code scan.reconnect-timeout}: how long a bucket's changelog stream keeps
+     * reconnecting (exponential back-off from 100 ms up to 5 s) without receiving a row before the
+     * task fails naming the gateway and the bucket; 0 fails at the first broken stream.
+     *
+     * @throws IllegalArgumentException when negative
+     */
+    public SetatsSourceConfig withReconnectTimeout(Duration timeout) {
+        if (timeout.isNegative()) {
+            throw new IllegalArgumentException(
+                    "'" + SetatsConnectorOptions.SCAN_RECONNECT_TIMEOUT.key() + "' must not be negative, got " + timeout);
+        }
+        SetatsSourceConfig c = withSlot(slotName, syncPointSize);
+        c.reconnectTimeout = timeout;
+        return c;
+    }
+
+    /** scan.reconnect-timeout (see {@link #withReconnectTimeout}). */
+    public Duration reconnectTimeout() {
+        return reconnectTimeout;
     }
 
     /** The slot (slot.name) the source keeps its position in; null when none. */
@@ -251,7 +276,8 @@ public final class SetatsSourceConfig implements Serializable {
                 && discoveryInterval.equals(that.discoveryInterval)
                 && Objects.equals(expectedBucketKey, that.expectedBucketKey)
                 && Objects.equals(slotName, that.slotName)
-                && syncPointSize == that.syncPointSize;
+                && syncPointSize == that.syncPointSize
+                && reconnectTimeout.equals(that.reconnectTimeout);
     }
 
     @Override

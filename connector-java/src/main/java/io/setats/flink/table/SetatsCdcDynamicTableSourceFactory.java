@@ -73,6 +73,7 @@ public final class SetatsCdcDynamicTableSourceFactory implements DynamicTableSou
         options.add(STARTUP_MODE);
         options.add(SCAN_TIMESTAMP_MILLIS);
         options.add(BUCKET_DISCOVERY_INTERVAL);
+        options.add(SetatsConnectorOptions.SCAN_RECONNECT_TIMEOUT);
         options.add(BUCKET);
         options.add(BUCKET_KEY);
         options.add(SetatsConnectorOptions.SLOT_NAME);
@@ -137,6 +138,11 @@ public final class SetatsCdcDynamicTableSourceFactory implements DynamicTableSou
                             + syncPointSize + ".");
         }
         config = config.withSlot(slot, syncPointSize);
+        try {
+            config = config.withReconnectTimeout(options.get(SetatsConnectorOptions.SCAN_RECONNECT_TIMEOUT));
+        } catch (IllegalArgumentException e) {
+            throw new ValidationException(e.getMessage(), e);
+        }
         return new SetatsCdcDynamicTableSource(config, physical);
     }
 

@@ -28,6 +28,11 @@ import org.apache.flink.table.data.DecimalData;
 import org.apache.flink.table.data.GenericRowData;
 import org.apache.flink.table.data.StringData;
 import org.apache.flink.table.data.TimestampData;
+import org.apache.flink.core.memory.MemorySegment;
+import org.apache.flink.core.memory.MemorySegmentFactory;
+import org.apache.flink.table.data.binary.BinaryRowData;
+import org.apache.flink.table.data.binary.BinaryStringData;
+import org.apache.flink.table.data.writer.BinaryRowWriter;
 import org.apache.flink.table.types.logical.DecimalType;
 import org.apache.flink.table.types.logical.LogicalType;
 import org.apache.flink.table.types.logical.RowType;
@@ -69,6 +74,13 @@ public final class ArrowRowDataReader {
     private final int commitTimestampIndex;
     private final int keyIndex;
 
+    /** The Flink type of each read field. */
+    private final LogicalType[] types;
+    /** Reused by {@link #readBinaryRows}: one row is written here, then copied into the batch's buffer. */
+    private BinaryRowData scratch;
+    private BinaryRowWriter writer;
+    private org.apache.flink.table.data.RowData.FieldGetter[] getters;
+
     // Bound per record batch.
     private final FieldVector[] vectors;
     private TinyIntVector rowKindVector;
@@ -92,6 +104,7 @@ public final class ArrowRowDataReader {
         this.commitTimestampIndex = commitTimestampIndex;
         this.keyIndex = keyIndex;
         this.vectors = new FieldVector[arrowIndexes.length];
+        this.types = readType.getChildren().toArray(new LogicalType[0]);
     }
 
     /**
@@ -149,6 +162,20 @@ public final class ArrowRowDataReader {
         create(readType, arrowSchema);
     }
 
+    /**
+     * Field getters of the read type (Flink's internal data objects of each field), for callers
+     * that need a field's value of a row of any {@link org.apache.flink.table.data.RowData} class.
+     */
+    public org.apache.flink.table.data.RowData.FieldGetter[] fieldGetters() {
+        if (getters == null) {
+            getters = new org.apache.flink.table.data.RowData.FieldGetter[types.length];
+            for (int i = 0; i < types.length; i++) {
+                getters[i] = org.apache.flink.table.data.RowData.createFieldGetter(types[i], i);
+            }
+        }
+        return getters;
+    }
+
     /** The Flink type of the rows this reader produces. */
     public RowType readType() {
         return readType;
@@ -198,21 +225,143 @@ public final class ArrowRowDataReader {
      * @throws IllegalArgumentException when {@code _row_kind} holds a value other than 0..3
      */
     public GenericRowData read(int row) {
-        RowKind kind = RowKind.INSERT;
-        if (rowKindVector != null) {
-            byte b = rowKindVector.get(row);
-            if (b < 0 || b > 3) {
-                throw new IllegalArgumentException(
-                        String.format("Column '%s' holds %d, not a RowKind byte (0..3)", ROW_KIND_COLUMN, b));
-            }
-            kind = RowKind.fromByteValue(b);
-        }
+        RowKind kind = rowKind(row);
         GenericRowData out = new GenericRowData(kind, vectors.length);
         for (int i = 0; i < vectors.length; i++) {
             FieldVector v = vectors[i];
             out.setField(i, v.isNull(row) ? null : readValue(kinds[i], v, row));
         }
         return out;
+    }
+
+    /**
+     * The RowKind of row {@code row} of the bound batch ({@code _row_kind}; INSERT without it).
+     *
+     * @throws IllegalArgumentException when {@code _row_kind} holds a value other than 0..3
+     */
+    public RowKind rowKind(int row) {
+        if (rowKindVector == null) {
+            return RowKind.INSERT;
+        }
+        byte b = rowKindVector.get(row);
+        if (b < 0 || b > 3) {
+            throw new IllegalArgumentException(
+                    String.format("Column '%s' holds %d, not a RowKind byte (0..3)", ROW_KIND_COLUMN, b));
+        }
+        return RowKind.fromByteValue(b);
+    }
+
+    /**
+     * Converts rows [0, n) of the bound batch into {@link BinaryRowData} (Flink's own binary row
+     * format, with the RowKind in its header), all packed into one heap buffer: one pass over the
+     * batch, strings copied once straight from the Arrow data buffer, and per row only the {@link
+     * BinaryRowData} view. The rows hold no Arrow memory (the Arrow batch may be released or reused
+     * at once) and are what Flink copies and serializes fastest: copying one is one array copy,
+     * which is what Flink does per row when object reuse is off.
+     *
+     * @throws IllegalArgumentException when {@code _row_kind} holds a value other than 0..3
+     */
+    public BinaryRowData[] readBinaryRows(int n) {
+        int arity = vectors.length;
+        if (writer == null) {
+            scratch = new BinaryRowData(arity);
+            writer = new BinaryRowWriter(scratch, 64);
+        }
+        MemorySegment[][] varData = new MemorySegment[arity][];
+        for (int c = 0; c < arity; c++) {
+            if (kinds[c] == ColumnKind.STRING) {
+                long len = vectors[c].getDataBuffer().capacity();
+                if (len > 0) {
+                    java.nio.ByteBuffer bb = vectors[c].getDataBuffer().nioBuffer(0, (int) len);
+                    varData[c] = new MemorySegment[] {MemorySegmentFactory.wrapOffHeapMemory(bb)};
+                }
+            }
+        }
+        byte[] pack = new byte[Math.max(64, n * (BinaryRowData.calculateFixPartSizeInBytes(arity) + 16))];
+        int[] starts = new int[n + 1];
+        int pos = 0;
+        for (int i = 0; i < n; i++) {
+            writer.reset();
+            writer.writeRowKind(rowKind(i));
+            for (int c = 0; c < arity; c++) {
+                FieldVector v = vectors[c];
+                if (v.isNull(i)) {
+                    writer.setNullAt(c);
+                    continue;
+                }
+                switch (kinds[c]) {
+                    case BOOLEAN:
+                        writer.writeBoolean(c, ((BitVector) v).get(i) != 0);
+                        break;
+                    case TINYINT:
+                        writer.writeByte(c, ((TinyIntVector) v).get(i));
+                        break;
+                    case SMALLINT:
+                        writer.writeShort(c, ((SmallIntVector) v).get(i));
+                        break;
+                    case INT:
+                    case DATE:
+                    case TIME_MILLI:
+                        writer.writeInt(c, v.getDataBuffer().getInt((long) i * 4));
+                        break;
+                    case BIGINT:
+                        writer.writeLong(c, ((BigIntVector) v).get(i));
+                        break;
+                    case FLOAT:
+                        writer.writeFloat(c, ((Float4Vector) v).get(i));
+                        break;
+                    case DOUBLE:
+                        writer.writeDouble(c, ((Float8Vector) v).get(i));
+                        break;
+                    case STRING:
+                        {
+                            VarCharVector s = (VarCharVector) v;
+                            int start = s.getStartOffset(i);
+                            int len = s.getEndOffset(i) - start;
+                            writer.writeString(
+                                    c,
+                                    len == 0
+                                            ? BinaryStringData.EMPTY_UTF8
+                                            : BinaryStringData.fromAddress(varData[c], start, len));
+                            break;
+                        }
+                    case BYTES:
+                        writer.writeBinary(c, ((VarBinaryVector) v).get(i));
+                        break;
+                    case DECIMAL:
+                        writer.writeDecimal(c, (DecimalData) readValue(kinds[c], v, i), ((DecimalType) types[c]).getPrecision());
+                        break;
+                    case TIMESTAMP:
+                        writer.writeTimestamp(c, (TimestampData) readValue(kinds[c], v, i), timestampPrecision(types[c]));
+                        break;
+                    default:
+                        writer.writeInt(c, (Integer) readValue(kinds[c], v, i)); // TIME_SEC/MICRO/NANO
+                }
+            }
+            writer.complete();
+            int size = scratch.getSizeInBytes();
+            if (pos + size > pack.length) {
+                pack = java.util.Arrays.copyOf(pack, Math.max(pack.length * 2, pos + size));
+            }
+            scratch.getSegments()[0].get(scratch.getOffset(), pack, pos, size);
+            starts[i] = pos;
+            pos += size;
+        }
+        starts[n] = pos;
+        MemorySegment segment = MemorySegmentFactory.wrap(pack);
+        BinaryRowData[] rows = new BinaryRowData[n];
+        for (int i = 0; i < n; i++) {
+            BinaryRowData r = new BinaryRowData(arity);
+            r.pointTo(segment, starts[i], starts[i + 1] - starts[i]);
+            rows[i] = r;
+        }
+        return rows;
+    }
+
+    private static int timestampPrecision(LogicalType t) {
+        return t instanceof org.apache.flink.table.types.logical.TimestampType
+                ? ((org.apache.flink.table.types.logical.TimestampType) t).getPrecision()
+                : ((org.apache.flink.table.types.logical.LocalZonedTimestampType) t).getPrecision();
     }
 
     /** The {@code _offset} of row {@code row} of the bound batch. */

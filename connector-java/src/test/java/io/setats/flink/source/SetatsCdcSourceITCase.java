@@ -22,7 +22,6 @@ import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.util.TestStreamEnvironment;
 import org.apache.flink.table.api.DataTypes;
-import org.apache.flink.table.data.GenericRowData;
 import org.apache.flink.table.data.RowData;
 import org.apache.flink.table.types.logical.RowType;
 import org.apache.flink.test.junit5.InjectMiniCluster;
@@ -91,7 +90,7 @@ class SetatsCdcSourceITCase {
                             .getLogicalType();
 
     /** id INT, v INT; primary key id (read-case R5). */
-    private static final RowType KI =
+    static final RowType KI =
             (RowType)
                     DataTypes.ROW(
                                     DataTypes.FIELD("id", DataTypes.INT().notNull()),
@@ -111,10 +110,10 @@ class SetatsCdcSourceITCase {
 
     /** {@code +I[1, a]}: the row as Flink prints rows. */
     static String format(ChangelogRecord r) {
-        GenericRowData row = (GenericRowData) r.row();
+        RowData row = r.row();
         StringBuilder sb = new StringBuilder(row.getRowKind().shortString()).append('[');
         for (int i = 0; i < row.getArity(); i++) {
-            sb.append(i == 0 ? "" : ", ").append(row.getField(i));
+            sb.append(i == 0 ? "" : ", ").append(r.field(i));
         }
         return sb.append(']').toString();
     }
@@ -163,7 +162,7 @@ class SetatsCdcSourceITCase {
      * watchdog closes the iterator after TAKE_DEADLINE_S: a missing row fails the test (fewer rows
      * or an exception) instead of hanging the build.
      */
-    private static <T> List<T> take(CloseableIterator<T> it, int n) {
+    static <T> List<T> take(CloseableIterator<T> it, int n) {
         List<T> out = new ArrayList<>();
         java.util.concurrent.ScheduledExecutorService watchdog =
                 java.util.concurrent.Executors.newSingleThreadScheduledExecutor();
@@ -516,21 +515,7 @@ class SetatsCdcSourceITCase {
             out.addAll(take(it, (int) (total - out.size())));
             assertThat(out).hasSize((int) total);
 
-            // Every (bucket, offset) exactly once: per bucket the offsets are exactly 0..end-1.
-            Map<Integer, Set<Long>> seen = new HashMap<>();
-            Map<Integer, TreeMap<Long, String>> byBucket = new HashMap<>();
-            for (String s : out) {
-                String[] p = s.split("\\|", 3);
-                int bucket = Integer.parseInt(p[0]);
-                long offset = Long.parseLong(p[1]);
-                assertThat(seen.computeIfAbsent(bucket, b -> new HashSet<>()).add(offset))
-                        .as("(bucket %d, offset %d) emitted once", bucket, offset)
-                        .isTrue();
-                byBucket.computeIfAbsent(bucket, b -> new TreeMap<>()).put(offset, p[2]);
-            }
-            for (Map.Entry<Integer, Long> e : endOffsets.entrySet()) {
-                assertThat(seen.get(e.getKey())).as("bucket %d", e.getKey()).hasSize(e.getValue().intValue());
-            }
+            Map<Integer, TreeMap<Long, String>> byBucket = assertEveryOffsetOnce(out, endOffsets);
 
             // The output folded (per bucket in offset order) equals the table.
             Map<Integer, Integer> folded = new HashMap<>();
@@ -551,5 +536,28 @@ class SetatsCdcSourceITCase {
             job.cancel();
             it.close();
         }
+    }
+
+    /**
+     * Checks that {@code out} ({@link #formatWithPosition} rows) holds every (bucket, offset) exactly
+     * once: per bucket exactly the offsets 0..end-1 of {@code endOffsets}. Returns the rows per
+     * bucket in offset order.
+     */
+    static Map<Integer, TreeMap<Long, String>> assertEveryOffsetOnce(List<String> out, Map<Integer, Long> endOffsets) {
+        Map<Integer, Set<Long>> seen = new HashMap<>();
+        Map<Integer, TreeMap<Long, String>> byBucket = new HashMap<>();
+        for (String s : out) {
+            String[] p = s.split("\\|", 3);
+            int bucket = Integer.parseInt(p[0]);
+            long offset = Long.parseLong(p[1]);
+            assertThat(seen.computeIfAbsent(bucket, b -> new HashSet<>()).add(offset))
+                    .as("(bucket %d, offset %d) emitted once", bucket, offset)
+                    .isTrue();
+            byBucket.computeIfAbsent(bucket, b -> new TreeMap<>()).put(offset, p[2]);
+        }
+        for (Map.Entry<Integer, Long> e : endOffsets.entrySet()) {
+            assertThat(seen.get(e.getKey())).as("bucket %d", e.getKey()).hasSize(e.getValue().intValue());
+        }
+        return byBucket;
     }
 }

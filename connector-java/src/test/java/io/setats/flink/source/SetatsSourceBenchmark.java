@@ -3,6 +3,10 @@ package io.setats.flink.source;
 import io.setats.flink.SetatsConnectorOptions.StartupMode;
 import io.setats.flink.client.GatewayClient;
 import io.setats.flink.testutils.SetatsGatewayProcess;
+import io.setats.proto.v1.BucketOffsets;
+import io.setats.proto.v1.ChangelogTicket;
+
+import org.apache.arrow.flight.FlightStream;
 
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.api.common.typeinfo.Types;
@@ -19,6 +23,9 @@ import org.apache.flink.test.junit5.MiniClusterExtension;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Paths;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
@@ -41,10 +48,16 @@ import static io.setats.flink.source.SourceTestTables.write;
  * mvn -f connector-java/pom.xml test -Dtest=SetatsSourceBenchmark -Dsetats.bench.rows=200000
  * </pre>
  *
+ * (add {@code -Dsetats.test.argLine=-XX:StartFlightRecording=filename=/tmp/cdc.jfr,settings=profile}
+ * for a JFR profile, see docs/PERF-NOTES.md "CDC source").
+ *
  * <ul>
  *   <li>throughput: {@code setats.bench.rows} upserts of the seed's shape in 4 buckets are written
- *       first; a job (parallelism 2, startup earliest) reads them; rows/s from job submission until
- *       the last row went through the job.
+ *       first; then, {@code setats.bench.rounds} times, alternately: the gateway's raw DoGet rate
+ *       (all 4 buckets at once, rows counted from the Arrow batches, no Flink conversion) and a job
+ *       (parallelism 2, startup earliest) reading the same rows, rows/s from its first row until
+ *       the last went through the job (and incl. job start). Prints the ratio and the load average
+ *       per round.
  *   <li>latency: with a 'latest' job running, 50 single-row writes one after another; for each, the
  *       time from the DoPut call until the row went through the job (write, durable commit, push
  *       over the open DoGet stream, conversion, emit). Prints median and max.
@@ -79,6 +92,7 @@ class SetatsSourceBenchmark {
                             .getLogicalType();
 
     private static final AtomicLong COUNT = new AtomicLong();
+    private static final AtomicLong FIRST_NANOS = new AtomicLong();
     private static final Map<String, Long> ARRIVED_NANOS = new ConcurrentHashMap<>();
 
     private static SetatsCdcSource<RowData> source(String table, StartupMode mode) {
@@ -94,6 +108,7 @@ class SetatsSourceBenchmark {
     @Test
     void throughput() throws Exception {
         int rows = Integer.getInteger("setats.bench.rows", 200_000);
+        int rounds = Integer.getInteger("setats.bench.rounds", 2);
         try (GatewayClient c = GATEWAY.client()) {
             create(c, spec("bench", "tp", SEED, Arrays.asList("id", "dt"), Collections.emptyList(), 4, Collections.emptyMap()));
             long w0 = System.nanoTime();
@@ -105,13 +120,75 @@ class SetatsSourceBenchmark {
                 write(c, "bench", "tp", SEED, batch);
             }
             System.out.printf("BENCH write %d rows: %.1f s%n", rows, (System.nanoTime() - w0) / 1e9);
+            // Alternate raw DoGet and Flink reads of the same rows in this JVM; ratio per round.
+            for (int round = 0; round < rounds; round++) {
+                double raw = rawDoGet(c, "tp", rows);
+                double[] flink = flinkRead("tp", rows);
+                System.out.printf(
+                        "BENCH round %d: raw DoGet %.0f rows/s, setats-cdc %.0f rows/s (first->last row; "
+                                + "%.0f rows/s incl. job start), ratio %.3f, load %s%n",
+                        round, raw, flink[0], flink[1], flink[0] / raw, loadAverage());
+            }
         }
+    }
+
+    /**
+     * The gateway's own DoGet rate for the same rows: all buckets of the table read at once (one
+     * thread per bucket, bounded DoGet from offset 0 to the end offset), rows counted from the
+     * Arrow batches without any Flink conversion. Rows/s from the first request to the last row.
+     */
+    private static double rawDoGet(GatewayClient c, String table, int rows) throws Exception {
+        List<BucketOffsets> buckets = c.listBuckets("bench", table).getBucketsList();
+        AtomicLong total = new AtomicLong();
+        List<Thread> threads = new ArrayList<>();
+        List<Throwable> errors = Collections.synchronizedList(new ArrayList<>());
+        long t0 = System.nanoTime();
+        for (BucketOffsets b : buckets) {
+            Thread t = new Thread(() -> {
+                ChangelogTicket ticket =
+                        ChangelogTicket.newBuilder()
+                                .setDatabase("bench")
+                                .setTable(table)
+                                .setPartition(b.getPartition())
+                                .setBucket(b.getBucket())
+                                .setOffset(b.getStartOffset())
+                                .setEndOffset(b.getEndOffset())
+                                .build();
+                try (FlightStream s = c.readChangelog(ticket)) {
+                    while (s.next()) {
+                        total.addAndGet(s.getRoot().getRowCount());
+                    }
+                } catch (Throwable e) {
+                    errors.add(e);
+                }
+            });
+            threads.add(t);
+            t.start();
+        }
+        for (Thread t : threads) {
+            t.join();
+        }
+        double s = (System.nanoTime() - t0) / 1e9;
+        if (!errors.isEmpty()) {
+            throw new IllegalStateException("raw DoGet failed", errors.get(0));
+        }
+        if (total.get() != rows) {
+            throw new IllegalStateException("raw DoGet read " + total.get() + " rows, expected " + rows);
+        }
+        return rows / s;
+    }
+
+    /** Reads the table from the start through setats-cdc; {rows/s first->last row, rows/s incl. start}. */
+    private static double[] flinkRead(String table, int rows) throws Exception {
         COUNT.set(0);
+        FIRST_NANOS.set(0);
         StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
         env.setParallelism(2);
-        env.fromSource(source("tp", StartupMode.EARLIEST), WatermarkStrategy.noWatermarks(), "tp")
+        env.fromSource(source(table, StartupMode.EARLIEST), WatermarkStrategy.noWatermarks(), table)
                 .map(r -> {
-                    COUNT.incrementAndGet();
+                    if (COUNT.incrementAndGet() == 1) {
+                        FIRST_NANOS.set(System.nanoTime());
+                    }
                     return 1;
                 })
                 .returns(Types.INT)
@@ -122,12 +199,21 @@ class SetatsSourceBenchmark {
             if (job.getJobStatus().get().isTerminalState()) {
                 throw new IllegalStateException("the job ended: " + job.getJobStatus().get());
             }
-            Thread.sleep(5);
+            Thread.sleep(1);
         }
-        double s = (System.nanoTime() - t0) / 1e9;
+        long t1 = System.nanoTime();
         job.cancel().get();
-        System.out.printf("BENCH read %d rows (parallelism 2, 4 buckets): %.2f s = %.0f rows/s (incl. job start)%n",
-                rows, s, rows / s);
+        return new double[] {rows / ((t1 - FIRST_NANOS.get()) / 1e9), rows / ((t1 - t0) / 1e9)};
+    }
+
+    /** The 1/5/15-minute load averages of the machine (/proc/loadavg), for the report. */
+    static String loadAverage() {
+        try {
+            String[] f = new String(Files.readAllBytes(Paths.get("/proc/loadavg"))).trim().split("\\s+");
+            return f[0] + " " + f[1] + " " + f[2];
+        } catch (IOException e) {
+            return "n/a";
+        }
     }
 
     @Test

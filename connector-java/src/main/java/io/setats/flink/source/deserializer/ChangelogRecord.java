@@ -12,7 +12,10 @@ import java.util.Objects;
  * ChangelogRecord is one row of a bucket's changelog as the source reader fetched it: the row's
  * columns (in the reader's read type, {@link RowData#getRowKind()} set from {@code _row_kind}),
  * its offset in the bucket, its commit timestamp (ms since epoch) and its bucket. Immutable; the
- * row is owned by the record (no Arrow memory behind it).
+ * row is owned by the record (no Arrow memory behind it). The row may be of any {@link RowData}
+ * class: changelog rows read from a stream are {@link
+ * org.apache.flink.table.data.binary.BinaryRowData} (read them with the typed getters, or {@link
+ * #field(int)}), snapshot rows are {@link org.apache.flink.table.data.GenericRowData}.
  *
  * <p>With {@code startup.mode = 'initial'} (SPEC section 9) a split first yields {@link
  * Kind#SNAPSHOT} rows: the bucket's merged rows as {@code +I}, with offset -1 and commit timestamp
@@ -45,9 +48,20 @@ public final class ChangelogRecord {
     private final TableBucket tableBucket;
     @Nullable private final byte[] snapshotKey;
     private final long viewOffset;
+    @Nullable private RowData.FieldGetter[] getters;
 
     public ChangelogRecord(RowData row, long offset, long commitTimestampMs, TableBucket tableBucket) {
         this(Kind.CHANGELOG, Objects.requireNonNull(row, "row"), offset, commitTimestampMs, tableBucket, null, -1);
+    }
+
+    /**
+     * A changelog row whose fields {@link #field(int)} reads with {@code getters} (one per field of
+     * the read type, shared by all rows of a stream).
+     */
+    public ChangelogRecord(
+            RowData row, long offset, long commitTimestampMs, TableBucket tableBucket, RowData.FieldGetter[] getters) {
+        this(row, offset, commitTimestampMs, tableBucket);
+        this.getters = Objects.requireNonNull(getters, "getters");
     }
 
     private ChangelogRecord(
@@ -105,6 +119,25 @@ public final class ChangelogRecord {
             throw new IllegalStateException(kind + " marker of " + tableBucket + " has no row");
         }
         return row;
+    }
+
+    /**
+     * Field {@code pos} of the row as Flink's internal data object ({@code StringData}, {@code
+     * Integer}, ...; null for SQL NULL), whatever the row's class.
+     *
+     * @throws IllegalStateException for a marker, or a row of a class without generic access
+     *     created without field getters
+     */
+    @Nullable
+    public Object field(int pos) {
+        RowData r = row();
+        if (r instanceof org.apache.flink.table.data.GenericRowData) {
+            return ((org.apache.flink.table.data.GenericRowData) r).getField(pos);
+        }
+        if (getters == null) {
+            throw new IllegalStateException("The row of " + this + " has no field getters");
+        }
+        return getters[pos].getFieldOrNull(r);
     }
 
     /** The encoded primary key of a {@link Kind#SNAPSHOT} row; null for other kinds. */

@@ -3,6 +3,7 @@ package io.setats.flink.source.deserializer;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.table.data.GenericRowData;
 import org.apache.flink.table.data.RowData;
+import org.apache.flink.table.data.utils.JoinedRowData;
 import org.apache.flink.table.runtime.typeutils.InternalTypeInfo;
 import org.apache.flink.table.types.logical.LogicalType;
 import org.apache.flink.table.types.logical.RowType;
@@ -68,15 +69,11 @@ public final class RowDataDeserializationSchema implements SetatsDeserialization
             return;
         }
         RowData row = record.row();
-        int n = readType.getFieldCount();
-        GenericRowData joined = new GenericRowData(row.getRowKind(), n + metadata.size());
-        GenericRowData physical = (GenericRowData) row;
-        for (int i = 0; i < n; i++) {
-            joined.setField(i, physical.getField(i));
-        }
+        GenericRowData meta = new GenericRowData(metadata.size());
         for (int i = 0; i < metadata.size(); i++) {
-            joined.setField(n + i, metadata.get(i).read(record));
+            meta.setField(i, metadata.get(i).read(record));
         }
+        JoinedRowData joined = new JoinedRowData(row.getRowKind(), row, meta);
         out.collect(joined);
     }
 

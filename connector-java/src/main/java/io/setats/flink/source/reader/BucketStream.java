@@ -16,6 +16,8 @@ import com.google.protobuf.ByteString;
 import org.apache.arrow.flight.FlightRuntimeException;
 import org.apache.arrow.flight.FlightStream;
 import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.flink.table.data.RowData;
+import org.apache.flink.table.data.binary.BinaryRowData;
 import org.apache.flink.table.types.logical.RowType;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -79,6 +81,7 @@ final class BucketStream implements Runnable {
     }
 
     private final GatewayClient client;
+    private final Reconnect.Settings retry;
     private final SetatsSplit split;
     private final String database;
     private final String table;
@@ -103,8 +106,10 @@ final class BucketStream implements Runnable {
             SetatsSplit split,
             RowType readType,
             Handover handover,
-            String threadNamePrefix) {
+            String threadNamePrefix,
+            Reconnect.Settings retry) {
         this.client = client;
+        this.retry = retry;
         this.database = database;
         this.table = table;
         this.split = split;
@@ -202,7 +207,6 @@ final class BucketStream implements Runnable {
 
     @Override
     public void run() {
-        FlightStream s = null;
         try {
             long expected = split.startingTimestampMs() == null ? split.startingOffset() : -1;
             if (split.snapshot() != null) {
@@ -214,8 +218,56 @@ final class BucketStream implements Runnable {
                 nextOffset = e;
                 expected = e;
             }
-            s = client.readChangelog(ticket);
-            stream = s;
+            nextOffset = expected;
+            follow();
+        } catch (InterruptedException e) {
+            if (!closed) {
+                fail(e);
+            }
+        } catch (Throwable t) {
+            if (!closed) {
+                fail(t);
+            }
+        }
+    }
+
+    /**
+     * Follows the changelog from {@link #nextOffset}, reconnecting after transient failures (the
+     * gateway restarting, a broken stream) from the offset after the last row handed over, so no
+     * row is lost or repeated; gives up after {@link Reconnect#timeoutMs()} without progress.
+     */
+    private void follow() throws Exception {
+        Reconnect reconnect = new Reconnect(retry, client.describe(ticket), split.tableBucket());
+        while (!closed) {
+            long from = nextOffset;
+            try {
+                followOnce();
+                return; // closed
+            } catch (Throwable t) {
+                if (closed) {
+                    return;
+                }
+                if (!Reconnect.isTransient(t)) {
+                    throw t;
+                }
+                long waitMs = reconnect.failed(t, nextOffset > from);
+                if (nextOffset >= 0) {
+                    ticket = ticket.toBuilder().clearTimestampMs().setOffset(nextOffset).build();
+                }
+                LOG.warn(
+                        "The changelog stream of {} of table {}.{} broke ({}); reconnecting from {} in {} ms",
+                        split.tableBucket(), database, table, t.getMessage(), position(), waitMs);
+                client.resetConnectBackoff();
+                sleepUnlessClosed(waitMs);
+            }
+        }
+    }
+
+    /** One DoGet of the follow ticket, read until it fails or this stream is closed. */
+    private void followOnce() throws Exception {
+        FlightStream s = client.readChangelog(ticket);
+        stream = s;
+        try {
             if (closed) {
                 return;
             }
@@ -226,12 +278,15 @@ final class BucketStream implements Runnable {
                         client.describe(ticket) + ": the stream lacks the _offset/_commit_timestamp columns");
             }
             TableBucket tb = split.tableBucket();
+            RowData.FieldGetter[] getters = reader.fieldGetters();
+            long expected = nextOffset;
             while (!closed && s.next()) {
                 int n = root.getRowCount();
                 if (n == 0) {
                     continue;
                 }
                 reader.bind(root);
+                BinaryRowData[] converted = reader.readBinaryRows(n);
                 List<ChangelogRecord> rows = new ArrayList<>(n);
                 for (int i = 0; i < n; i++) {
                     long offset = reader.offset(i);
@@ -243,32 +298,35 @@ final class BucketStream implements Runnable {
                                         client.describe(ticket), expected, offset));
                     }
                     expected = offset + 1;
-                    rows.add(new ChangelogRecord(reader.read(i), offset, reader.commitTimestampMs(i), tb));
+                    rows.add(new ChangelogRecord(converted[i], offset, reader.commitTimestampMs(i), tb, getters));
                 }
-                nextOffset = expected;
                 awaitNotPaused();
-                handover.put(new Batch(split.splitId(), rows), this::isOpen);
+                if (handover.put(new Batch(split.splitId(), rows), this::isOpen)) {
+                    nextOffset = expected;
+                }
             }
             if (!closed) {
-                throw new IOException(
+                throw new Reconnect.StreamEndedException(
                         client.describe(ticket)
                                 + ": the gateway ended the stream, which should follow new rows");
             }
-        } catch (InterruptedException e) {
-            if (!closed) {
-                fail(e);
-            }
-        } catch (Throwable t) {
-            if (!closed) {
-                fail(t);
-            }
+        } catch (FlightRuntimeException e) {
+            throw SetatsGatewayException.of(client.describe(ticket), e);
         } finally {
-            if (s != null) {
-                try {
-                    s.close();
-                } catch (Exception e) {
-                    LOG.debug("Closing the stream of {} failed", split, e);
-                }
+            stream = null;
+            try {
+                s.close();
+            } catch (Exception e) {
+                LOG.debug("Closing the stream of {} failed", split, e);
+            }
+        }
+    }
+
+    private void sleepUnlessClosed(long ms) throws InterruptedException {
+        long deadline = System.currentTimeMillis() + ms;
+        synchronized (pauseLock) {
+            for (long left = ms; !closed && left > 0; left = deadline - System.currentTimeMillis()) {
+                pauseLock.wait(left);
             }
         }
     }

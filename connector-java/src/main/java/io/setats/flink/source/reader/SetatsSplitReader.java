@@ -32,9 +32,12 @@ import java.util.Set;
  * bucket's stream produced them.
  *
  * <p>Used by one fetcher thread ({@code SingleThreadFetcherManager}); {@link #wakeUp()} may be
- * called from other threads. A failed stream (OutOfRange for an expired position, gateway gone,
- * offset gap) makes {@link #fetch()} throw an {@link IOException} carrying the gateway's message,
- * which fails the task: the job restarts from its last checkpoint or fails.
+ * called from other threads. A stream that breaks transiently (the gateway restarting, UNAVAILABLE,
+ * the stream ended) reconnects from the offset after its last row with back-off ({@link
+ * Reconnect}, {@code scan.reconnect-timeout}). A stream that fails for good (OutOfRange for an
+ * expired position, NotFound, an offset gap, or no progress within the reconnect timeout) makes
+ * {@link #fetch()} throw an {@link IOException} carrying the gateway's message, which fails the
+ * task: the job restarts from its last checkpoint or fails.
  */
 public final class SetatsSplitReader implements SplitReader<ChangelogRecord, SetatsSplit> {
 
@@ -50,6 +53,7 @@ public final class SetatsSplitReader implements SplitReader<ChangelogRecord, Set
     private final RowType readType;
     private final String threadNamePrefix;
     private final GatewayClient client;
+    private final Reconnect.Settings retry;
     private final Handover handover = new Handover(HANDOVER_CAPACITY);
     private final Map<String, BucketStream> streams = new LinkedHashMap<>();
     private final Set<String> finishedSplits = new HashSet<>();
@@ -60,6 +64,7 @@ public final class SetatsSplitReader implements SplitReader<ChangelogRecord, Set
         this.threadNamePrefix =
                 "setats-cdc " + config.tablePath() + " reader " + subtaskIndex;
         this.client = config.connect();
+        this.retry = Reconnect.Settings.withTimeout(config.reconnectTimeout());
     }
 
     @Override
@@ -120,7 +125,8 @@ public final class SetatsSplitReader implements SplitReader<ChangelogRecord, Set
                                 split,
                                 readType,
                                 handover,
-                                threadNamePrefix);
+                                threadNamePrefix,
+                                retry);
                 streams.put(split.splitId(), s);
                 s.start();
             }
