@@ -1,6 +1,8 @@
 package binlog
 
 import (
+	"slices"
+
 	"github.com/setats/setats/gateway/store"
 )
 
@@ -53,26 +55,37 @@ func (s *Slots) Progress(name string) ([]ProgressRow, error) {
 	now := s.clock()
 	buckets := s.st.Buckets()
 	ttl := s.TTLMs()
-	out := make([]ProgressRow, 0, len(recs)*len(buckets)*2)
-	for _, b := range buckets {
-		// Commit times of the rows just below and at every point of this bucket, in one pass.
+	// Commit times of the rows just below and at every point, per bucket: each distinct offset
+	// is looked up once, in offset order (slots often share points: the caught-up ones all sit at
+	// the end offset, and a running point often equals the checkpoint point).
+	times := make([][]int64, len(buckets)) // [bucket][slot*4 + j]
+	var uniq []int64
+	for bi, b := range buckets {
 		offs := make([]int64, 0, len(recs)*4)
 		for _, r := range recs {
-			p, ok := r.Points[b.BucketID]
-			if !ok {
-				p.Checkpoint, p.Running = b.StartOffset, b.StartOffset
-			}
+			p, _ := pointOf(r, b)
 			offs = append(offs, p.Checkpoint-1, p.Checkpoint, p.Running-1, p.Running)
 		}
-		times, err := s.st.CommitTimes(b.BucketID, offs)
+		uniq = append(uniq[:0], offs...)
+		slices.Sort(uniq)
+		uniq = slices.Compact(uniq)
+		found, err := s.st.CommitTimes(b.BucketID, uniq)
 		if err != nil {
 			return nil, err
 		}
-		for i, r := range recs {
-			p, ok := r.Points[b.BucketID]
-			if !ok {
-				p.Checkpoint, p.Running = b.StartOffset, b.StartOffset
-			}
+		for i, o := range offs {
+			j, _ := slices.BinarySearch(uniq, o)
+			offs[i] = found[j]
+		}
+		times[bi] = offs
+	}
+	// Slots come sorted by name and buckets by partition and bucket, so the rows are built in
+	// their order.
+	out := make([]ProgressRow, 0, len(recs)*len(buckets)*2)
+	for i, r := range recs {
+		for bi, b := range buckets {
+			p, ok := pointOf(r, b)
+			t := times[bi][i*4 : i*4+4]
 			for k, cp := range []bool{true, false} {
 				pr := ProgressRow{Slot: r.Name, Bucket: b.BucketID, Checkpoint: cp, Registered: ok,
 					EndOffset: b.EndOffset, LatestCommitMs: b.LastCommitMs, Status: r.Status}
@@ -81,9 +94,9 @@ func (s *Slots) Progress(name string) ([]ProgressRow, error) {
 					pr.ConsumedOffset, pr.UpdatedMs = p.Running, p.RunningMs
 				}
 				pr.Unconsumed = max(0, b.EndOffset-pr.ConsumedOffset)
-				pr.ConsumedCommitMs = times[i*4+k*2]
+				pr.ConsumedCommitMs = t[k*2]
 				if pr.Unconsumed > 0 {
-					first := times[i*4+k*2+1]
+					first := t[k*2+1]
 					if first == 0 { // below the oldest retained row (lost)
 						first = b.LastCommitMs
 					}
@@ -96,8 +109,17 @@ func (s *Slots) Progress(name string) ([]ProgressRow, error) {
 			}
 		}
 	}
-	sortProgress(out)
 	return out, nil
+}
+
+// pointOf returns the sync points of slot r in bucket b; without any (ok false), both are the
+// bucket's oldest retained offset (where the slot will read it from).
+func pointOf(r store.SlotRecord, b store.BucketOffsets) (p store.SyncPoints, ok bool) {
+	p, ok = r.Points[b.BucketID]
+	if !ok {
+		p.Checkpoint, p.Running = b.StartOffset, b.StartOffset
+	}
+	return p, ok
 }
 
 // Summary is the per-slot roll-up of progress that the gateway exports as Prometheus gauges
