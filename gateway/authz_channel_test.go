@@ -10,7 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 
-	"github.com/setats/setats/gateway/internal/dbtest"
+	"github.com/setats/setats/internal/dbtest"
 	"github.com/setats/setats/proto/setatspb"
 )
 

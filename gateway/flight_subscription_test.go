@@ -11,8 +11,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"google.golang.org/grpc/codes"
 
-	"github.com/setats/setats/gateway/internal/dbtest"
 	"github.com/setats/setats/gateway/subscribe"
+	"github.com/setats/setats/internal/dbtest"
 	"github.com/setats/setats/proto/setatspb"
 )
 

@@ -320,16 +320,21 @@ type sink struct {
 }
 
 func (s sink) Commit(recs []Record, pos string) error {
-	now := s.m.opts.Clock()
-	if err := s.r.ch.Append(recs, pos, now); err != nil {
+	recv := s.m.opts.Clock()
+	began := time.Now()
+	if err := s.r.ch.Append(recs, pos, recv); err != nil {
 		return err
 	}
+	took := time.Since(began)
 	name := s.r.ch.Name()
 	for i := range recs {
 		s.m.met.records.WithLabelValues(name, recs[i].Op.String()).Inc()
 	}
 	if len(recs) > 0 && recs[len(recs)-1].Op == OpCommit {
-		s.m.met.captureLag.WithLabelValues(name).Observe(float64(now-recs[len(recs)-1].TimestampMs) / 1000)
+		commitMs := recs[len(recs)-1].TimestampMs
+		s.m.met.receiveLag.WithLabelValues(name).Observe(float64(recv-commitMs) / 1000)
+		s.m.met.appendSeconds.WithLabelValues(name).Observe(took.Seconds())
+		s.m.met.captureLag.WithLabelValues(name).Observe(float64(recv+took.Milliseconds()-commitMs) / 1000)
 	}
 	first, next := s.r.ch.Bounds()
 	s.m.met.nextID.WithLabelValues(name).Set(float64(next))
@@ -542,6 +547,10 @@ type channelMetrics struct {
 	nextID       *prometheus.GaugeVec
 	firstID      *prometheus.GaugeVec
 	captureLag   *prometheus.HistogramVec
+	// receiveLag: source commit -> the capture received the transaction's COMMIT; appendSeconds:
+	// the synced append of a transaction. captureLag is about their sum.
+	receiveLag    *prometheus.HistogramVec
+	appendSeconds *prometheus.HistogramVec
 }
 
 func newChannelMetrics(reg prometheus.Registerer) *channelMetrics {
@@ -559,9 +568,15 @@ func newChannelMetrics(reg prometheus.Registerer) *channelMetrics {
 		captureLag: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "setats_channel_capture_lag_seconds",
 			Help:    "Time from a transaction's source commit to its records being durable in the channel, in seconds.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16)}, []string{"channel"}),
+		receiveLag: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "setats_channel_receive_lag_seconds",
+			Help:    "Time from a transaction's source commit to the capture receiving its COMMIT, in seconds (source and gateway clocks).",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16)}, []string{"channel"}),
+		appendSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "setats_channel_append_seconds",
+			Help:    "Duration of the durable (synced) append of one captured transaction to its channel, in seconds.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 18)}, []string{"channel"}),
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.records, m.sourceUp, m.sourceErrors, m.nextID, m.firstID, m.captureLag} {
+		for _, c := range []prometheus.Collector{m.records, m.sourceUp, m.sourceErrors, m.nextID, m.firstID, m.captureLag, m.receiveLag, m.appendSeconds} {
 			reg.MustRegister(c)
 		}
 	}
@@ -576,6 +591,8 @@ func (m *channelMetrics) forget(name string) {
 	m.nextID.DeletePartialMatch(l)
 	m.firstID.DeletePartialMatch(l)
 	m.captureLag.DeletePartialMatch(l)
+	m.receiveLag.DeletePartialMatch(l)
+	m.appendSeconds.DeletePartialMatch(l)
 }
 
 // String describes a status for logs.

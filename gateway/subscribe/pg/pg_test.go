@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/setats/setats/gateway/internal/dbtest"
 	"github.com/setats/setats/gateway/subscribe"
 	"github.com/setats/setats/gateway/subscribe/pg"
+	"github.com/setats/setats/internal/dbtest"
 )
 
 func openManager(t *testing.T, dir string) *subscribe.Manager {

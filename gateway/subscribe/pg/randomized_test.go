@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/setats/setats/gateway/internal/dbtest"
 	"github.com/setats/setats/gateway/subscribe"
+	"github.com/setats/setats/internal/dbtest"
 )
 
 // pgModel is the reference model of the randomized capture test: the rows of the captured tables
