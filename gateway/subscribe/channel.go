@@ -63,6 +63,8 @@ type Channel struct {
 	lastAppM int64         // gateway clock (ms) of the last append; heartbeats use it
 	notify   chan struct{} // closed and replaced by every append
 	closed   bool
+
+	verified verifiedLogins // consumer passwords that passed bcrypt (Authenticate)
 }
 
 // openChannel opens (creating when spec != nil) the channel database in dir.

@@ -131,7 +131,7 @@ func (c *Channel) Authenticate(group, user, password string) (Group, error) {
 	if !ok {
 		return g, Errorf(PermissionDenied, "user %q is not a member of consumer group %q of channel %s", user, group, c.name)
 	}
-	if password == "" || bcrypt.CompareHashAndPassword(hash, []byte(password)) != nil {
+	if password == "" || !c.verified.check(group, user, password, hash, bcrypt.CompareHashAndPassword) {
 		return g, Errorf(Unauthenticated, "user %q of consumer group %q of channel %s: wrong password", user, group, c.name)
 	}
 	return g, nil
