@@ -61,8 +61,9 @@ import java.util.TreeSet;
 /**
  * SetatsCatalog is the Flink catalog {@code 'type' = 'setats'} (SPEC section 12): the databases
  * and tables of one gateway's catalog ({@code catalog-type} hadoop, or hive with the Hive
- * Metastore at {@code uri}). Reading a table is the {@code setats-cdc} source in streaming mode,
- * writing it is the {@code setats} sink; per-query options come from {@code /*+ OPTIONS(...) *}{@code /}
+ * Metastore at {@code uri}). Reading a table is the {@code setats} source (its changelog as {@code
+ * setats-cdc} in streaming mode, its merged rows in batch mode, lookup joins), writing it is the
+ * {@code setats} sink; per-query options come from {@code /*+ OPTIONS(...) *}{@code /}
  * hints. Errors are Flink's catalog exceptions naming the object; other gateway failures are
  * CatalogExceptions keeping the gateway's message.
  *

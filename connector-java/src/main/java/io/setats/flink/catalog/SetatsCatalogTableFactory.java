@@ -1,13 +1,11 @@
 package io.setats.flink.catalog;
 
 import io.setats.flink.SetatsConnectorOptions;
-import io.setats.flink.table.SetatsCdcDynamicTableSourceFactory;
 import io.setats.flink.table.SetatsDynamicTableSinkFactory;
 
 import org.apache.flink.configuration.ConfigOption;
 import org.apache.flink.table.connector.sink.DynamicTableSink;
 import org.apache.flink.table.connector.source.DynamicTableSource;
-import org.apache.flink.table.factories.DynamicTableFactory;
 import org.apache.flink.table.factories.DynamicTableSinkFactory;
 import org.apache.flink.table.factories.DynamicTableSourceFactory;
 import org.apache.flink.table.factories.FactoryUtil;
@@ -20,17 +18,17 @@ import java.util.Set;
 
 /**
  * SetatsCatalogTableFactory is the table factory of {@link SetatsCatalog} (Catalog#getFactory):
- * a SELECT from a catalog table is the {@code setats-cdc} source, an INSERT INTO is the
+ * a SELECT from a catalog table is the {@code setats} source (the changelog as {@code setats-cdc}
+ * in streaming mode, the merged rows in batch mode, and lookup joins), an INSERT INTO is the
  * {@code setats} sink. Their options are the catalog's connection options, the table's
  * database and name ({@code catalog-database}, {@code catalog-table}), the table options the
- * delegate factory accepts (a source is not given the sink's merge-engine), and every hint of
+ * use accepts (a source is not given the sink's merge-engine), and every hint of
  * the query ({@code /*+ OPTIONS(...) *}{@code /}), validated by the delegate as in a DDL.
  */
 final class SetatsCatalogTableFactory implements DynamicTableSourceFactory, DynamicTableSinkFactory {
 
     private final Map<String, String> connectorOptions;
-    private final SetatsCdcDynamicTableSourceFactory source = new SetatsCdcDynamicTableSourceFactory();
-    private final SetatsDynamicTableSinkFactory sink = new SetatsDynamicTableSinkFactory();
+    private final SetatsDynamicTableSinkFactory setats = new SetatsDynamicTableSinkFactory();
 
     SetatsCatalogTableFactory(Map<String, String> connectorOptions) {
         this.connectorOptions = connectorOptions;
@@ -53,20 +51,20 @@ final class SetatsCatalogTableFactory implements DynamicTableSourceFactory, Dyna
 
     @Override
     public DynamicTableSource createDynamicTableSource(Context context) {
-        return source.createDynamicTableSource(delegateContext(context, source));
+        return setats.createDynamicTableSource(delegateContext(context, SetatsDynamicTableSinkFactory.sourceOptions()));
     }
 
     @Override
     public DynamicTableSink createDynamicTableSink(Context context) {
-        return sink.createDynamicTableSink(delegateContext(context, sink));
+        return setats.createDynamicTableSink(delegateContext(context, SetatsDynamicTableSinkFactory.sinkOptions()));
     }
 
-    private Context delegateContext(Context context, DynamicTableFactory delegate) {
+    private Context delegateContext(Context context, Set<ConfigOption<?>> useOptions) {
         Set<String> accepted = new HashSet<>();
-        for (ConfigOption<?> o : delegate.requiredOptions()) {
+        for (ConfigOption<?> o : setats.requiredOptions()) {
             accepted.add(o.key());
         }
-        for (ConfigOption<?> o : delegate.optionalOptions()) {
+        for (ConfigOption<?> o : useOptions) {
             accepted.add(o.key());
         }
         Map<String, String> options = new HashMap<>();
@@ -81,7 +79,7 @@ final class SetatsCatalogTableFactory implements DynamicTableSourceFactory, Dyna
         options.putAll(connectorOptions);
         options.put(SetatsConnectorOptions.CATALOG_DATABASE.key(), context.getObjectIdentifier().getDatabaseName());
         options.put(SetatsConnectorOptions.CATALOG_TABLE.key(), context.getObjectIdentifier().getObjectName());
-        options.put(FactoryUtil.CONNECTOR.key(), delegate.factoryIdentifier());
+        options.put(FactoryUtil.CONNECTOR.key(), setats.factoryIdentifier());
         return new FactoryUtil.DefaultDynamicTableContext(
                 context.getObjectIdentifier(),
                 context.getCatalogTable().copy(options),

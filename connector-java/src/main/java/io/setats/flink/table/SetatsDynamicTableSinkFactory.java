@@ -5,7 +5,9 @@ import io.setats.flink.SetatsOptionsUtil;
 import io.setats.flink.sink.SetatsSink;
 import io.setats.flink.sink.SetatsSinkBuilder;
 
+import org.apache.flink.api.common.RuntimeExecutionMode;
 import org.apache.flink.configuration.ConfigOption;
+import org.apache.flink.configuration.ExecutionOptions;
 import org.apache.flink.configuration.ReadableConfig;
 import org.apache.flink.table.catalog.Column;
 import org.apache.flink.table.catalog.ResolvedCatalogTable;
@@ -60,8 +62,20 @@ public final class SetatsDynamicTableSinkFactory
         return set;
     }
 
+    /**
+     * Every optional option of the factory: those of the sink and those of the source together, as
+     * FactoryUtil validates them; each use then refuses the options of the other one
+     * ({@link #refuseOptionsOfOtherUse}).
+     */
     @Override
     public Set<ConfigOption<?>> optionalOptions() {
+        Set<ConfigOption<?>> set = new HashSet<>(sinkOptions());
+        set.addAll(sourceOptions());
+        return set;
+    }
+
+    /** The optional options of {@code setats} used as a sink (SPEC section 2, "setats (sink) only"). */
+    public static Set<ConfigOption<?>> sinkOptions() {
         Set<ConfigOption<?>> set = new HashSet<>();
         set.add(SetatsConnectorOptions.CATALOG_DATABASE);
         set.add(SetatsConnectorOptions.CATALOG_TABLE);
@@ -86,15 +100,60 @@ public final class SetatsDynamicTableSinkFactory
         set.add(SetatsConnectorOptions.CHANGELOG_CLEAN_ON_CONSUME);
         set.add(SetatsConnectorOptions.SLOT_TTL);
         set.add(FactoryUtil.SINK_PARALLELISM);
-        // As a source (SetatsDynamicTableSource): the changelog options of setats-cdc and
-        // Flink's lookup cache options (FLIP-221).
-        set.addAll(CDC.optionalOptions());
+        return set;
+    }
+
+    /**
+     * The optional options of {@code setats} used as a source (SPEC section 13): those of {@code
+     * setats-cdc} (the streaming scan is its changelog) and Flink's lookup cache options (FLIP-221).
+     */
+    public static Set<ConfigOption<?>> sourceOptions() {
+        Set<ConfigOption<?>> set = new HashSet<>(CDC.optionalOptions());
         set.add(LookupOptions.CACHE_TYPE);
         set.add(LookupOptions.PARTIAL_CACHE_MAX_ROWS);
         set.add(LookupOptions.PARTIAL_CACHE_EXPIRE_AFTER_WRITE);
         set.add(LookupOptions.PARTIAL_CACHE_EXPIRE_AFTER_ACCESS);
         set.add(LookupOptions.PARTIAL_CACHE_CACHE_MISSING_KEY);
         return set;
+    }
+
+    /**
+     * Refuses, with a ValidationException naming them, the options of {@code tableOptions} that
+     * only the other use takes (in {@code other} and not in {@code own}, fallback keys included):
+     * {@code startup.mode} or {@code lookup.cache} on a sink, {@code merge-engine} or {@code
+     * setats.sink.flush-interval} on a source. A table declared once and both read and written
+     * gives such options per query with a hint ({@code /*+ OPTIONS(...) *}{@code /}).
+     *
+     * @param use {@code "sink"} or {@code "source"}, for the message
+     */
+    static void refuseOptionsOfOtherUse(
+            Map<String, String> tableOptions, Set<ConfigOption<?>> own, Set<ConfigOption<?>> other, String use) {
+        Set<String> ownKeys = keys(own);
+        Set<String> refused = new java.util.TreeSet<>();
+        for (String k : keys(other)) {
+            if (!ownKeys.contains(k) && tableOptions.containsKey(k)) {
+                refused.add(k);
+            }
+        }
+        if (!refused.isEmpty()) {
+            String otherUse = use.equals("sink") ? "source" : "sink";
+            String statement = use.equals("sink") ? "SELECT or lookup join" : "INSERT";
+            throw new org.apache.flink.table.api.ValidationException(
+                    String.format(
+                            "Unsupported options for 'connector' = '%s' used as a %s: %s. They are %s options: "
+                                    + "remove them, or give them per query with a hint on the %s "
+                                    + "(/*+ OPTIONS('%s' = '...') */).",
+                            IDENTIFIER, use, refused, otherUse, statement, refused.iterator().next()));
+        }
+    }
+
+    private static Set<String> keys(Set<ConfigOption<?>> options) {
+        Set<String> out = new HashSet<>();
+        for (ConfigOption<?> o : options) {
+            out.add(o.key());
+            o.fallbackKeys().forEach(k -> out.add(k.getKey()));
+        }
+        return out;
     }
 
     @Override
@@ -114,6 +173,7 @@ public final class SetatsDynamicTableSinkFactory
     public DynamicTableSource createDynamicTableSource(Context context) {
         FactoryUtil.TableFactoryHelper helper = FactoryUtil.createTableFactoryHelper(this, context);
         helper.validate();
+        refuseOptionsOfOtherUse(context.getCatalogTable().getOptions(), sourceOptions(), sinkOptions(), "source");
         ReadableConfig options = helper.getOptions();
         Set<String> cdcKeys = new HashSet<>();
         for (Set<ConfigOption<?>> os : java.util.Arrays.asList(CDC.requiredOptions(), CDC.optionalOptions())) {
@@ -155,6 +215,10 @@ public final class SetatsDynamicTableSinkFactory
                         .getPrimaryKey()
                         .map(UniqueConstraint::getColumns)
                         .orElse(Collections.emptyList());
+        if (context.getConfiguration().get(ExecutionOptions.RUNTIME_MODE) == RuntimeExecutionMode.BATCH) {
+            return new SetatsBatchTableSource(
+                    changelog.config(), changelog.physicalType(), primaryKey, table.getPartitionKeys(), cache);
+        }
         return new SetatsDynamicTableSource(changelog, primaryKey, cache);
     }
 
@@ -162,6 +226,7 @@ public final class SetatsDynamicTableSinkFactory
     public DynamicTableSink createDynamicTableSink(Context context) {
         FactoryUtil.TableFactoryHelper helper = FactoryUtil.createTableFactoryHelper(this, context);
         helper.validate();
+        refuseOptionsOfOtherUse(context.getCatalogTable().getOptions(), sinkOptions(), sourceOptions(), "sink");
         ReadableConfig options = helper.getOptions();
 
         ResolvedCatalogTable catalogTable = context.getCatalogTable();

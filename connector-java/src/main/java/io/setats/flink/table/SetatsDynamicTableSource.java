@@ -2,6 +2,7 @@ package io.setats.flink.table;
 
 import io.setats.flink.lookup.SetatsLookupClient;
 import io.setats.flink.lookup.SetatsLookupFunction;
+import io.setats.flink.source.SetatsSourceConfig;
 
 import org.apache.flink.table.api.ValidationException;
 import org.apache.flink.table.connector.ChangelogMode;
@@ -64,25 +65,39 @@ public final class SetatsDynamicTableSource implements ScanTableSource, LookupTa
      */
     @Override
     public LookupRuntimeProvider getLookupRuntimeProvider(LookupContext context) {
-        RowType physical = changelog.physicalType();
+        return lookupProvider(changelog.config(), changelog.physicalType(), primaryKey, cache, context);
+    }
+
+    /**
+     * The lookup function of a {@code setats} table whose produced columns are {@code rowType}
+     * (the join keys index them), shared by the streaming and the batch table source.
+     *
+     * @throws ValidationException when the join keys are not exactly {@code primaryKey} or are
+     *     nested fields
+     */
+    static LookupRuntimeProvider lookupProvider(
+            SetatsSourceConfig config,
+            RowType rowType,
+            List<String> primaryKey,
+            @Nullable LookupCache cache,
+            LookupContext context) {
         List<String> names = new ArrayList<>();
         List<LogicalType> types = new ArrayList<>();
         for (int[] k : context.getKeys()) {
             if (k.length != 1) {
                 throw new ValidationException("Setats lookup joins take top-level columns only");
             }
-            names.add(physical.getFieldNames().get(k[0]));
-            types.add(physical.getTypeAt(k[0]));
+            names.add(rowType.getFieldNames().get(k[0]));
+            types.add(rowType.getTypeAt(k[0]));
         }
         if (!new HashSet<>(names).equals(new HashSet<>(primaryKey)) || names.size() != primaryKey.size()) {
             throw new ValidationException(
                     String.format(
                             "A lookup join on Setats table %s must join on its full primary key %s; the join keys are %s",
-                            changelog.config().tablePath(), primaryKey, names));
+                            config.tablePath(), primaryKey, names));
         }
         RowType keyType = RowType.of(types.toArray(new LogicalType[0]), names.toArray(new String[0]));
-        SetatsLookupFunction fn =
-                new SetatsLookupFunction(changelog.config(), keyType, physical, SetatsLookupClient.MAX_KEYS);
+        SetatsLookupFunction fn = new SetatsLookupFunction(config, keyType, rowType, SetatsLookupClient.MAX_KEYS);
         return cache == null ? AsyncLookupFunctionProvider.of(fn) : PartialCachingAsyncLookupProvider.of(fn, cache);
     }
 

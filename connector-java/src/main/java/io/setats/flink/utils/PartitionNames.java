@@ -125,4 +125,74 @@ public final class PartitionNames implements Serializable {
             }
         }
     }
+
+    /**
+     * The partition name of a partition spec (partition-key column to value string), in the order
+     * of {@code partitionKeys}: the inverse of {@link #parse}.
+     *
+     * @throws IllegalArgumentException naming the key when {@code spec} lacks one of them
+     */
+    public static String format(List<String> partitionKeys, java.util.Map<String, String> spec) {
+        StringBuilder sb = new StringBuilder();
+        for (String k : partitionKeys) {
+            String v = spec.get(k);
+            if (v == null) {
+                throw new IllegalArgumentException("partition spec " + spec + " lacks key '" + k + "'");
+            }
+            if (sb.length() > 0) {
+                sb.append('/');
+            }
+            escape(sb, k);
+            sb.append('=');
+            escape(sb, v);
+        }
+        return sb.toString();
+    }
+
+    /**
+     * The partition spec of a partition name ({@code k1=v1/k2=v2}, values unescaped), in name order;
+     * empty for {@code ""} (an unpartitioned table).
+     *
+     * @throws IllegalArgumentException naming the name when a segment has no {@code '='} or a bad
+     *     {@code %XX} escape
+     */
+    public static java.util.LinkedHashMap<String, String> parse(String name) {
+        java.util.LinkedHashMap<String, String> out = new java.util.LinkedHashMap<>();
+        if (name.isEmpty()) {
+            return out;
+        }
+        for (String seg : name.split("/", -1)) {
+            int eq = seg.indexOf('=');
+            if (eq <= 0) {
+                throw new IllegalArgumentException("malformed partition name '" + name + "'");
+            }
+            out.put(unescape(seg.substring(0, eq), name), unescape(seg.substring(eq + 1), name));
+        }
+        return out;
+    }
+
+    private static String unescape(String s, String name) {
+        if (s.indexOf('%') < 0) {
+            return s;
+        }
+        StringBuilder sb = new StringBuilder(s.length());
+        for (int i = 0; i < s.length(); i++) {
+            char c = s.charAt(i);
+            if (c != '%') {
+                sb.append(c);
+                continue;
+            }
+            if (i + 2 >= s.length()) {
+                throw new IllegalArgumentException("bad escape in partition name '" + name + "'");
+            }
+            int hi = Character.digit(s.charAt(i + 1), 16);
+            int lo = Character.digit(s.charAt(i + 2), 16);
+            if (hi < 0 || lo < 0) {
+                throw new IllegalArgumentException("bad escape in partition name '" + name + "'");
+            }
+            sb.append((char) (hi << 4 | lo));
+            i += 2;
+        }
+        return sb.toString();
+    }
 }

@@ -59,4 +59,20 @@ class PartitionNamesTest {
         PartitionNames p = new PartitionNames(RT, Collections.singletonList("dt"));
         assertThatThrownBy(() -> p.of(row(null, null, null))).hasMessage("primary-key column 'dt' is null");
     }
+
+    /** parse and format are inverse (listPartitions / applyPartitions of the batch scan). */
+    @Test
+    void parseAndFormatRoundTrip() {
+        for (String name : Arrays.asList("", "dt=2026-12-01", "dt=a%2Fb%3Dc%25/h=7", "k=%0A")) {
+            java.util.LinkedHashMap<String, String> spec = PartitionNames.parse(name);
+            assertThat(PartitionNames.format(new java.util.ArrayList<>(spec.keySet()), spec)).isEqualTo(name);
+        }
+        assertThat(PartitionNames.parse("dt=a%2Fb%3Dc%25/h=7")).containsExactly(
+                org.assertj.core.api.Assertions.entry("dt", "a/b=c%"), org.assertj.core.api.Assertions.entry("h", "7"));
+        for (String bad : Arrays.asList("dt", "=v", "dt=%2", "dt=%zz")) {
+            assertThatThrownBy(() -> PartitionNames.parse(bad)).hasMessageContaining("'" + bad + "'");
+        }
+        assertThatThrownBy(() -> PartitionNames.format(Arrays.asList("dt", "h"), Collections.singletonMap("dt", "x")))
+                .hasMessageContaining("'h'");
+    }
 }

@@ -132,7 +132,32 @@ public final class BucketSnapshotReader implements AutoCloseable {
             @Nullable byte[] afterKey,
             int maxBatchRows)
             throws IOException {
+        return open(client, database, table, tableId, bucket, readType, afterKey, maxBatchRows, false);
+    }
+
+    /**
+     * As {@link #open(GatewayClient, String, String, String, TableBucket, RowType, byte[], int)};
+     * with {@code project} the read type's column names go to the gateway as the projection
+     * ({@code SnapshotRead.columns}), so the other columns are neither read nor sent (batch scans
+     * with projection push-down, SPEC section 13).
+     */
+    public static BucketSnapshotReader open(
+            GatewayClient client,
+            String database,
+            String table,
+            String tableId,
+            TableBucket bucket,
+            RowType readType,
+            @Nullable byte[] afterKey,
+            int maxBatchRows,
+            boolean project)
+            throws IOException {
         ChangelogTicket ticket = ticket(database, table, tableId, bucket, afterKey, maxBatchRows);
+        if (project) {
+            ChangelogTicket.Builder b = ticket.toBuilder();
+            b.getSnapshotBuilder().addAllColumns(readType.getFieldNames());
+            ticket = b.build();
+        }
         FlightStream s = client.readChangelog(ticket);
         try {
             return new BucketSnapshotReader(
