@@ -44,7 +44,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 /**
  * The Flink catalog {@code 'type' = 'setats'} (SPEC section 12) against a real gateway in a
  * MiniCluster: CREATE CATALOG, CREATE/SHOW/DROP DATABASE, CREATE TABLE with table options, SHOW
- * TABLES, DESCRIBE, INSERT INTO (the setats sink), SELECT with an OPTIONS hint (the setats-cdc
+ * TABLES, DESCRIBE, INSERT INTO (the setats sink), a batch SELECT (the snapshot scan), SELECT with an OPTIONS hint (the setats-cdc
  * source, streaming), DROP TABLE and the catalog exceptions naming the object; over catalog-type
  * hadoop, and hive against the Hive Metastores 3.1.3 and 4.0.1 that e2e/hive/run.sh starts
  * (SETATS_TEST_HMS3_URI / SETATS_TEST_HMS4_URI; those cases skip without them).
@@ -68,6 +68,13 @@ class SetatsCatalogITCase {
         StreamExecutionEnvironment env =
                 new TestStreamEnvironment(cluster, conf, 1, Collections.emptyList(), Collections.emptyList());
         return StreamTableEnvironment.create(env);
+    }
+
+    static Configuration batchConf() {
+        Configuration conf = new Configuration();
+        conf.set(RestartStrategyOptions.RESTART_STRATEGY, "none");
+        conf.set(org.apache.flink.configuration.ExecutionOptions.RUNTIME_MODE, org.apache.flink.api.common.RuntimeExecutionMode.BATCH);
+        return conf;
     }
 
     /** The catalog-type and uri of a case; skips a hive case without its metastore. */
@@ -165,6 +172,19 @@ class SetatsCatalogITCase {
         }
         assertThatThrownBy(() -> tEnv.executeSql("SELECT * FROM " + db + ".orders /*+ OPTIONS('startup.mode' = 'sideways') */").collect())
                 .satisfies(e -> assertThat(ExceptionUtils.stringifyException(e)).contains("startup.mode", "sideways"));
+
+        // Batch mode: a catalog table is the snapshot scan (merged rows, +I only, SPEC section 13).
+        StreamTableEnvironment bEnv =
+                StreamTableEnvironment.create(
+                        new TestStreamEnvironment(cluster, batchConf(), 1, Collections.emptyList(), Collections.emptyList()),
+                        org.apache.flink.table.api.EnvironmentSettings.inBatchMode());
+        bEnv.registerCatalog("setats_catalog", tEnv.getCatalog("setats_catalog").get());
+        assertThat(rows(bEnv.executeSql("SELECT id, name, amount FROM setats_catalog." + db + ".orders WHERE dt = '20261201'")))
+                .containsExactlyInAnyOrder("+I[1, alice2, 1.50]", "+I[2, bob, 2.00]");
+        // A sink option on a read is refused, naming it.
+        assertThatThrownBy(() -> bEnv.executeSql("SELECT * FROM setats_catalog." + db + ".orders"
+                        + " /*+ OPTIONS('setats.sink.flush-interval' = '1s') */").collect())
+                .satisfies(e -> assertThat(ExceptionUtils.stringifyException(e)).contains("used as a source: [setats.sink.flush-interval]"));
 
         tEnv.executeSql("DROP TABLE " + db + ".orders");
         assertThat(rows(tEnv.executeSql("SHOW TABLES FROM " + db))).isEmpty();
