@@ -2,14 +2,17 @@ package gateway
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"sort"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/setats/setats/catalog"
 	"github.com/setats/setats/gateway/buckethash"
 	"github.com/setats/setats/gateway/ipcguard"
 	"github.com/setats/setats/gateway/partname"
@@ -23,6 +26,10 @@ import (
 
 // MaxLookupKeys bounds the keys of one lookup request batch (DoExchange "lookup").
 const MaxLookupKeys = 4096
+
+// MaxLookupRows bounds the rows of one answer batch of a prefix lookup (LookupCommand.prefix):
+// a request whose keys match more is ResourceExhausted, so one answer's memory stays bounded.
+const MaxLookupRows = 1 << 16
 
 // DoExchange serves point reads by primary key (SPEC section 13, proto LookupCommand): the first
 // message's descriptor is a CMD holding a LookupCommand, and its schema the table's primary-key
@@ -82,6 +89,15 @@ func (f *flightService) DoExchange(stream flight.FlightService_DoExchangeServer)
 			return status.Errorf(codes.InvalidArgument, "table %s: lookup key column %s is not a primary-key column", ot.label, culprit.Quote(fld.Name))
 		}
 	}
+	// keyTbl decodes and encodes the request keys: the table itself, or for a prefix lookup the
+	// table with its primary key cut to the k columns sent.
+	keyTbl, prefix := tbl, cmd.GetPrefix()
+	if prefix {
+		if keyTbl, err = prefixKeyTable(tbl, rdr.Schema().Fields()); err != nil {
+			return status.Errorf(codes.InvalidArgument, "table %s: prefix lookup: %v", ot.label, err)
+		}
+		prefix = len(keyTbl.PrimaryKey) < len(tbl.PrimaryKey)
+	}
 	w := flight.NewRecordWriter(stream, ipc.WithSchema(row.LookupSchema(tbl, cols)), ipc.WithAllocator(s.mem))
 	defer w.Close()
 	bld := row.NewLookupBuilder(s.mem, tbl, cols)
@@ -108,7 +124,7 @@ func (f *flightService) DoExchange(stream flight.FlightService_DoExchangeServer)
 		if rec.NumRows() > MaxLookupKeys {
 			return status.Errorf(codes.InvalidArgument, "table %s: lookup request %d has %d keys, at most %d", ot.label, req, rec.NumRows(), MaxLookupKeys)
 		}
-		b, err := row.Decode(tbl, rec)
+		b, err := row.Decode(keyTbl, rec)
 		if err != nil {
 			return statusOr(err, codes.InvalidArgument, "lookup request %d", req)
 		}
@@ -121,7 +137,7 @@ func (f *flightService) DoExchange(stream flight.FlightService_DoExchangeServer)
 		for id, idx := range byBucket {
 			keys = keys[:0]
 			for _, i := range idx {
-				keys = append(keys, rowcodec.EncodeKey(tbl, b.Rows[i]))
+				keys = append(keys, rowcodec.EncodeKey(keyTbl, b.Rows[i]))
 			}
 			err := ot.use(s, func(st *storeTable) error {
 				v, err := st.OpenSnapshot(ctx, id)
@@ -129,16 +145,20 @@ func (f *flightService) DoExchange(stream flight.FlightService_DoExchangeServer)
 					return err
 				}
 				defer v.Release()
-				return v.Get(keys, func(k int, r merge.Row) error {
+				add := func(k int, r merge.Row) error {
 					hits = append(hits, hit{int32(idx[k]), r})
 					return nil
-				})
+				}
+				if prefix {
+					return v.GetPrefix(keys, MaxLookupRows-len(hits), add)
+				}
+				return v.Get(keys, add)
 			})
 			if err != nil {
 				return wrapStatus(err, "%s: lookup", bucketName(ot.label, id))
 			}
 		}
-		sort.Slice(hits, func(a, b int) bool { return hits[a].i < hits[b].i })
+		sort.SliceStable(hits, func(a, b int) bool { return hits[a].i < hits[b].i })
 		for _, h := range hits {
 			if err := bld.Append(h.i, h.r); err != nil {
 				return err
@@ -155,6 +175,51 @@ func (f *flightService) DoExchange(stream flight.FlightService_DoExchangeServer)
 		return ipcStatus(err, "DoExchange lookup: read a key batch")
 	}
 	return nil
+}
+
+// prefixKeyTable returns tbl with its primary key cut to the key columns of a prefix lookup:
+// they must be the first k primary-key columns (any order) and include every partition-key and
+// bucket-key column, so that each key names one bucket and its encoding is a prefix of the keys
+// it matches. The copy shares everything else with tbl.
+func prefixKeyTable(tbl *catalog.Table, fields []arrow.Field) (*catalog.Table, error) {
+	sent := map[int]bool{}
+	for _, f := range fields {
+		sent[tbl.ColumnIndex(f.Name)] = true
+	}
+	k := len(sent)
+	if k == 0 {
+		return nil, errors.New("no key column")
+	}
+	names := func(cols []int) []string {
+		var out []string
+		for _, c := range cols {
+			out = append(out, tbl.Columns[c].Name)
+		}
+		return out
+	}
+	for _, c := range tbl.PrimaryKey[:min(k, len(tbl.PrimaryKey))] {
+		if !sent[c] {
+			return nil, fmt.Errorf("the key columns %v are not the first %d primary-key columns of %v", culprit.Quote(fmt.Sprint(keyFieldNames(fields))), k, names(tbl.PrimaryKey))
+		}
+	}
+	for _, need := range [][]int{tbl.PartitionKeys, tbl.BucketKey} {
+		for _, c := range need {
+			if !sent[c] {
+				return nil, fmt.Errorf("the key columns must include the partition keys %v and the bucket key %v; %q is missing", names(tbl.PartitionKeys), names(tbl.BucketKey), tbl.Columns[c].Name)
+			}
+		}
+	}
+	cut := *tbl
+	cut.PrimaryKey = tbl.PrimaryKey[:k:k]
+	return &cut, nil
+}
+
+func keyFieldNames(fields []arrow.Field) []string {
+	out := make([]string, len(fields))
+	for i, f := range fields {
+		out[i] = f.Name
+	}
+	return out
 }
 
 // exchangePrelude skips the descriptor-only message some clients send first on DoExchange

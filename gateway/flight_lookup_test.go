@@ -172,3 +172,84 @@ func TestLookupExchange(t *testing.T) {
 	wantCode(t, err, codes.NotFound, "nope")
 	l.close()
 }
+
+// TestLookupExchangePrefix: with LookupCommand.prefix, keys of the first k primary-key columns
+// (covering the partition and bucket keys, in any order) return every row that starts with them,
+// in request order then key order, `_index` repeating; a deleted row is gone; key columns that
+// are not a leading part of the key or miss the bucket key are InvalidArgument naming them, and
+// without prefix a partial key is refused as before.
+func TestLookupExchangePrefix(t *testing.T) {
+	g := startGateway(t, nil)
+	g.mustAction(ActionCreateTable, &setatspb.CreateTableRequest{
+		Spec: &setatspb.TableSpec{Database: "default", Table: "pp",
+			Columns:    []*setatspb.Column{col("dt", "STRING"), col("u", "INT"), col("s", "STRING"), col("v", "STRING")},
+			PrimaryKey: []string{"dt", "u", "s"}, PartitionKeys: []string{"dt"}, BucketKey: []string{"u"}, BucketCount: 4},
+	}, &setatspb.TableInfo{})
+	cols := []flighttest.Col{{Name: "dt", Type: "STRING", Key: true}, {Name: "u", Type: "INT", Key: true}, {Name: "s", Type: "STRING", Key: true}, {Name: "v", Type: "STRING"}}
+	var rows []flighttest.WriteRow
+	for _, dt := range []string{"d1", "d2"} {
+		for u := int32(1); u <= 3; u++ {
+			for _, s := range []string{"b", "a", "ab"} {
+				rows = append(rows, flighttest.WriteRow{Kind: 0, Values: []any{dt, u, s, fmt.Sprintf("%s/%d/%s", dt, u, s)}})
+			}
+		}
+	}
+	rows = append(rows, flighttest.WriteRow{Kind: 3, Values: []any{"d1", int32(2), "ab", nil}})
+	if _, err := g.fc.Put(g.ctx, "default", "pp", cols, true, [][]flighttest.WriteRow{rows}); err != nil {
+		t.Fatal(err)
+	}
+	uDt := arrow.NewSchema([]arrow.Field{{Name: "u", Type: arrow.PrimitiveTypes.Int32}, {Name: "dt", Type: arrow.BinaryTypes.String}}, nil)
+	keys := func(us []int32, dts []string) arrow.RecordBatch {
+		b := array.NewRecordBuilder(g.mem, uDt)
+		defer b.Release()
+		b.Field(0).(*array.Int32Builder).AppendValues(us, nil)
+		b.Field(1).(*array.StringBuilder).AppendValues(dts, nil)
+		return b.NewRecordBatch()
+	}
+	l := g.openLookup(&setatspb.LookupCommand{Table: "pp", Columns: []string{"v"}, Prefix: true}, uDt)
+	got, err := l.lookup(keys([]int32{2, 9, 1}, []string{"d1", "d1", "d2"}))
+	want := "#0 v=d1/2/a;#0 v=d1/2/b;#2 v=d2/1/a;#2 v=d2/1/ab;#2 v=d2/1/b"
+	if err != nil || strings.Join(got, ";") != want {
+		t.Fatalf("prefix lookup: %q %v, want %q", got, err, want)
+	}
+	l.close()
+
+	// The whole key with prefix: one row per key, as a point lookup.
+	l = g.openLookup(&setatspb.LookupCommand{Table: "pp", Columns: []string{"v"}, Prefix: true},
+		arrow.NewSchema([]arrow.Field{{Name: "s", Type: arrow.BinaryTypes.String}, {Name: "u", Type: arrow.PrimitiveTypes.Int32}, {Name: "dt", Type: arrow.BinaryTypes.String}}, nil))
+	b := array.NewRecordBuilder(g.mem, arrow.NewSchema([]arrow.Field{{Name: "s", Type: arrow.BinaryTypes.String}, {Name: "u", Type: arrow.PrimitiveTypes.Int32}, {Name: "dt", Type: arrow.BinaryTypes.String}}, nil))
+	b.Field(0).(*array.StringBuilder).AppendValues([]string{"a", "ab"}, nil)
+	b.Field(1).(*array.Int32Builder).AppendValues([]int32{3, 2}, nil)
+	b.Field(2).(*array.StringBuilder).AppendValues([]string{"d2", "d1"}, nil)
+	got, err = l.lookup(b.NewRecordBatch())
+	b.Release()
+	if err != nil || strings.Join(got, ";") != "#0 v=d2/3/a" {
+		t.Fatalf("full key with prefix: %q %v", got, err)
+	}
+	l.close()
+
+	for _, c := range []struct {
+		fields []arrow.Field
+		prefix bool
+		want   []string
+	}{
+		{[]arrow.Field{{Name: "dt", Type: arrow.BinaryTypes.String}}, true, []string{"bucket key", `"u" is missing`}},
+		{[]arrow.Field{{Name: "dt", Type: arrow.BinaryTypes.String}, {Name: "s", Type: arrow.BinaryTypes.String}}, true, []string{"not the first 2 primary-key columns"}},
+		{uDt.Fields(), false, []string{"missing primary-key column", `"s"`}},
+	} {
+		sc := arrow.NewSchema(c.fields, nil)
+		l = g.openLookup(&setatspb.LookupCommand{Table: "pp", Prefix: c.prefix}, sc)
+		rb := array.NewRecordBuilder(g.mem, sc)
+		for i, f := range c.fields {
+			if f.Type.ID() == arrow.STRING {
+				rb.Field(i).(*array.StringBuilder).Append("d1")
+			} else {
+				rb.Field(i).(*array.Int32Builder).Append(1)
+			}
+		}
+		_, err = l.lookup(rb.NewRecordBatch())
+		rb.Release()
+		wantCode(t, err, codes.InvalidArgument, c.want...)
+		l.close()
+	}
+}

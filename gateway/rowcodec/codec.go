@@ -43,7 +43,15 @@ func EncodeKey(tbl *catalog.Table, row merge.Row) []byte {
 // the extended slice. Values must be non-null and of their columns' Go types (Batch.Validate);
 // otherwise AppendKey panics.
 func AppendKey(dst []byte, tbl *catalog.Table, row merge.Row) []byte {
-	for _, c := range tbl.PrimaryKey {
+	return AppendKeyPrefix(dst, tbl, row, len(tbl.PrimaryKey))
+}
+
+// AppendKeyPrefix appends the encoding of row's first k primary-key values (0 <= k <=
+// len(tbl.PrimaryKey)): a byte prefix of AppendKey's, and since every column's encoding is
+// prefix-free, the keys that start with it are exactly those whose first k values are row's
+// (the prefix lookups of SPEC section 13). Only those k values must be set; panics as AppendKey.
+func AppendKeyPrefix(dst []byte, tbl *catalog.Table, row merge.Row, k int) []byte {
+	for _, c := range tbl.PrimaryKey[:k] {
 		dst = appendKeyValue(dst, tbl.Columns[c].Type, row[c])
 	}
 	return dst

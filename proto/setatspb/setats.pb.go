@@ -1383,7 +1383,13 @@ type LookupCommand struct {
 	Database string                 `protobuf:"bytes,2,opt,name=database,proto3" json:"database,omitempty"`
 	Table    string                 `protobuf:"bytes,3,opt,name=table,proto3" json:"table,omitempty"`
 	// Columns to return after `_index` (empty: all, table order).
-	Columns       []string `protobuf:"bytes,4,rep,name=columns,proto3" json:"columns,omitempty"`
+	Columns []string `protobuf:"bytes,4,rep,name=columns,proto3" json:"columns,omitempty"`
+	// Prefix lookup: the key batches hold the first k primary-key columns (in any order, k <= the
+	// key's length), which must include every partition-key and bucket-key column; each key then
+	// matches every row whose first k key values equal it, so an `_index` may repeat (rows of one
+	// key in primary-key order). A request whose keys match more than MaxLookupRows (65536) rows
+	// is ResourceExhausted. false: the key batches hold the whole primary key (one row or none).
+	Prefix        bool `protobuf:"varint,5,opt,name=prefix,proto3" json:"prefix,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1444,6 +1450,13 @@ func (x *LookupCommand) GetColumns() []string {
 		return x.Columns
 	}
 	return nil
+}
+
+func (x *LookupCommand) GetPrefix() bool {
+	if x != nil {
+		return x.Prefix
+	}
+	return false
 }
 
 type Empty struct {
@@ -4955,12 +4968,13 @@ const file_setats_proto_rawDesc = "" +
 	"\n" +
 	"partitions\x18\x03 \x03(\tR\n" +
 	"partitions\x12\x17\n" +
-	"\aview_id\x18\x04 \x01(\tR\x06viewId\"\x90\x01\n" +
+	"\aview_id\x18\x04 \x01(\tR\x06viewId\"\xa8\x01\n" +
 	"\rLookupCommand\x123\n" +
 	"\acatalog\x18\x01 \x01(\v2\x19.setats.v1.CatalogContextR\acatalog\x12\x1a\n" +
 	"\bdatabase\x18\x02 \x01(\tR\bdatabase\x12\x14\n" +
 	"\x05table\x18\x03 \x01(\tR\x05table\x12\x18\n" +
-	"\acolumns\x18\x04 \x03(\tR\acolumns\"\a\n" +
+	"\acolumns\x18\x04 \x03(\tR\acolumns\x12\x16\n" +
+	"\x06prefix\x18\x05 \x01(\bR\x06prefix\"\a\n" +
 	"\x05Empty\"\xd2\x01\n" +
 	"\vGatewayInfo\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\tR\aversion\x12\x1c\n" +
