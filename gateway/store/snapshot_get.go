@@ -16,12 +16,10 @@ import (
 func (v *SnapshotView) Get(keys [][]byte, found func(i int, r merge.Row) error) error {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	t := v.t
-	if v.snap == nil {
-		return errorf(ErrAborted, "table %s: snapshot view of bucket %d at offset %d was released (%s)",
-			t.tbl.QualifiedName(), v.id.Bucket, v.end, v.why)
+	if err := v.renewLocked(); err != nil {
+		return err
 	}
-	v.leaseEnd = t.clock() + t.viewLeaseMs()
+	t := v.t
 	dec := rowcodec.ValueDecoder{Table: t.tbl}
 	key := make([]byte, 0, len(v.prefix)+32)
 	for i, k := range keys {
@@ -50,4 +48,16 @@ func (v *SnapshotView) Released() bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	return v.snap == nil
+}
+
+// renewLocked renews the view's lease for a point or prefix read, or returns ErrAborted when the
+// view was released. v.mu must be held.
+func (v *SnapshotView) renewLocked() error {
+	t := v.t
+	if v.snap == nil {
+		return errorf(ErrAborted, "table %s: snapshot view of bucket %d at offset %d was released (%s)",
+			t.tbl.QualifiedName(), v.id.Bucket, v.end, v.why)
+	}
+	v.leaseEnd = t.clock() + t.viewLeaseMs()
+	return nil
 }

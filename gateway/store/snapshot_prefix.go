@@ -20,12 +20,10 @@ import (
 func (v *SnapshotView) GetPrefix(prefixes [][]byte, maxRows int, found func(i int, r merge.Row) error) error {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	t := v.t
-	if v.snap == nil {
-		return errorf(ErrAborted, "table %s: snapshot view of bucket %d at offset %d was released (%s)",
-			t.tbl.QualifiedName(), v.id.Bucket, v.end, v.why)
+	if err := v.renewLocked(); err != nil {
+		return err
 	}
-	v.leaseEnd = t.clock() + t.viewLeaseMs()
+	t := v.t
 	dec := rowcodec.ValueDecoder{Table: t.tbl}
 	lower := make([]byte, 0, len(v.prefix)+32)
 	n := 0
