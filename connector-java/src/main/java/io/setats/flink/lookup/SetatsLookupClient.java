@@ -24,11 +24,13 @@ import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 
 /**
- * SetatsLookupClient does point reads by primary key over one DoExchange "lookup" stream
- * (proto/README.md "Lookups", SPEC section 13). {@link #lookup} queues a key and returns a future;
- * one background thread sends the queued keys as one request batch (at most {@link #MAX_KEYS},
- * the gateway's limit), reads the gateway's one answer batch and completes every future with its
- * row, or {@code null} when the key is absent. The gateway groups a request's keys per bucket and
+ * SetatsLookupClient does point reads by primary key, or prefix reads by a leading part of it,
+ * over one DoExchange "lookup" stream (proto/README.md "Lookups", SPEC section 13). {@link
+ * #lookup} queues a key and returns a future; one background thread sends the queued keys as one
+ * request batch (at most {@code maxKeys}, the gateway's limit being {@link #MAX_KEYS}), reads the
+ * gateway's one answer batch and completes every future with its rows: none when the key is
+ * absent, one for a full primary key, any number (in primary-key order) for a prefix
+ * ({@code LookupCommand.prefix}). The gateway groups a request's keys per bucket and
  * reads each bucket from one snapshot view (durable rows). After an error every queued future
  * fails with the {@link SetatsGatewayException} and the next batch opens a new stream.
  *
@@ -47,6 +49,7 @@ public final class SetatsLookupClient implements AutoCloseable {
     private final RowType keyType;
     private final RowType rowType;
     private final int maxKeys;
+    private final boolean prefix;
     private final BlockingQueue<Pending> queue = new LinkedBlockingQueue<>();
     private final Thread worker;
     private volatile boolean closed;
@@ -58,7 +61,7 @@ public final class SetatsLookupClient implements AutoCloseable {
 
     private static final class Pending {
         final RowData key;
-        final CompletableFuture<RowData> future = new CompletableFuture<>();
+        final CompletableFuture<List<RowData>> future = new CompletableFuture<>();
 
         Pending(RowData key) {
             this.key = key;
@@ -70,9 +73,17 @@ public final class SetatsLookupClient implements AutoCloseable {
      *     keys passed to {@link #lookup}
      * @param rowType the columns to return, by name
      * @param maxKeys keys per request batch, 1..{@link #MAX_KEYS}
+     * @param prefix whether {@code keyType} is the first columns of the primary key (covering the
+     *     partition and bucket keys): a prefix lookup, each key giving any number of rows
      */
     public SetatsLookupClient(
-            GatewayClient client, String database, String table, RowType keyType, RowType rowType, int maxKeys) {
+            GatewayClient client,
+            String database,
+            String table,
+            RowType keyType,
+            RowType rowType,
+            int maxKeys,
+            boolean prefix) {
         if (maxKeys < 1 || maxKeys > MAX_KEYS) {
             throw new IllegalArgumentException("maxKeys must be in 1.." + MAX_KEYS + ", got " + maxKeys);
         }
@@ -82,13 +93,17 @@ public final class SetatsLookupClient implements AutoCloseable {
         this.keyType = keyType;
         this.rowType = rowType;
         this.maxKeys = maxKeys;
+        this.prefix = prefix;
         this.worker = new Thread(this::run, "setats-lookup-" + database + "." + table);
         this.worker.setDaemon(true);
         this.worker.start();
     }
 
-    /** Queues one key (a row of the key type, no null field); the future gets its row or null. */
-    public CompletableFuture<RowData> lookup(RowData key) {
+    /**
+     * Queues one key (a row of the key type, no null field); the future gets its rows (empty when
+     * absent; at most one unless this is a prefix client).
+     */
+    public CompletableFuture<List<RowData>> lookup(RowData key) {
         Pending p = new Pending(key);
         if (closed) {
             p.future.completeExceptionally(new IllegalStateException("lookup client closed"));
@@ -138,6 +153,7 @@ public final class SetatsLookupClient implements AutoCloseable {
                             .setDatabase(database)
                             .setTable(table)
                             .addAllColumns(rowType.getFieldNames())
+                            .setPrefix(prefix)
                             .build();
             keys = new RowDataArrowWriter(keyType, client.allocator(), false);
             exchange = client.flightClient().doExchange(FlightDescriptor.command(cmd.toByteArray()));
@@ -159,12 +175,19 @@ public final class SetatsLookupClient implements AutoCloseable {
         }
         reader.bind(root);
         IntVector index = (IntVector) root.getVector(0);
-        RowData[] found = new RowData[batch.size()];
+        List<List<RowData>> found = new ArrayList<>(batch.size());
+        for (int i = 0; i < batch.size(); i++) {
+            found.add(new ArrayList<>(1));
+        }
         for (int i = 0; i < root.getRowCount(); i++) {
-            found[index.get(i)] = reader.read(i);
+            int k = index.get(i);
+            if (k < 0 || k >= batch.size()) {
+                throw new IllegalStateException("the gateway answered key index " + k + " for a request of " + batch.size() + " keys");
+            }
+            found.get(k).add(reader.read(i));
         }
         for (int i = 0; i < batch.size(); i++) {
-            batch.get(i).future.complete(found[i]);
+            batch.get(i).future.complete(found.get(i));
         }
     }
 

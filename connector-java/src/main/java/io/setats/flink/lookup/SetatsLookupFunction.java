@@ -14,9 +14,11 @@ import java.util.concurrent.CompletableFuture;
 
 /**
  * SetatsLookupFunction is the async lookup function of {@code 'connector' = 'setats'} in lookup
- * joins ({@code JOIN ... FOR SYSTEM_TIME AS OF}, SPEC section 13): each key is a full primary key,
- * read through a {@link SetatsLookupClient} (keys of concurrent lookups are sent together, the
- * gateway reads them per bucket). An absent key, or a key with a null field, yields no row: the
+ * joins ({@code JOIN ... FOR SYSTEM_TIME AS OF}, SPEC section 13): each key is a full primary key
+ * (one row or none), or with {@code prefix} the first primary-key columns covering the partition
+ * and bucket keys (every row that starts with them), read through a {@link SetatsLookupClient}
+ * (keys of concurrent lookups are sent together, the gateway reads them per bucket). An absent
+ * key, or a key with a null field, yields no row: the
  * inner join drops the probe row, a left join pads it with nulls. Flink's lookup cache
  * ({@code lookup.cache = 'PARTIAL'}) wraps this function (PartialCachingAsyncLookupProvider).
  */
@@ -28,21 +30,30 @@ public final class SetatsLookupFunction extends AsyncLookupFunction {
     private final RowType keyType;
     private final RowType rowType;
     private final int maxKeys;
+    private final boolean prefix;
 
     private transient GatewayClient client;
     private transient SetatsLookupClient lookups;
 
-    public SetatsLookupFunction(SetatsSourceConfig config, RowType keyType, RowType rowType, int maxKeys) {
+    /**
+     * @param keyType the join key columns (names and types of the table)
+     * @param rowType the columns the join reads
+     * @param maxKeys keys per gateway request, 1..{@link SetatsLookupClient#MAX_KEYS}
+     * @param prefix whether {@code keyType} is a primary-key prefix rather than the whole key
+     */
+    public SetatsLookupFunction(
+            SetatsSourceConfig config, RowType keyType, RowType rowType, int maxKeys, boolean prefix) {
         this.config = config;
         this.keyType = keyType;
         this.rowType = rowType;
         this.maxKeys = maxKeys;
+        this.prefix = prefix;
     }
 
     @Override
     public void open(FunctionContext context) throws Exception {
         client = config.connect();
-        lookups = new SetatsLookupClient(client, config.database(), config.table(), keyType, rowType, maxKeys);
+        lookups = new SetatsLookupClient(client, config.database(), config.table(), keyType, rowType, maxKeys, prefix);
     }
 
     @Override
@@ -52,8 +63,7 @@ public final class SetatsLookupFunction extends AsyncLookupFunction {
                 return CompletableFuture.completedFuture(Collections.emptyList());
             }
         }
-        return lookups.lookup(keyRow)
-                .thenApply(r -> r == null ? Collections.<RowData>emptyList() : Collections.singletonList(r));
+        return lookups.lookup(keyRow).<Collection<RowData>>thenApply(rows -> rows);
     }
 
     @Override

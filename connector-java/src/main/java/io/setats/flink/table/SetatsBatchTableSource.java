@@ -109,7 +109,7 @@ public final class SetatsBatchTableSource
 
     @Override
     public LookupRuntimeProvider getLookupRuntimeProvider(LookupContext context) {
-        return SetatsDynamicTableSource.lookupProvider(config, producedType, primaryKey, cache, context);
+        return SetatsDynamicTableSource.lookupProvider(config, producedType, primaryKey, partitionKeys, cache, context);
     }
 
     @Override

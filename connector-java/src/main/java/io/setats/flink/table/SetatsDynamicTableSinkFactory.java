@@ -219,7 +219,7 @@ public final class SetatsDynamicTableSinkFactory
             return new SetatsBatchTableSource(
                     changelog.config(), changelog.physicalType(), primaryKey, table.getPartitionKeys(), cache);
         }
-        return new SetatsDynamicTableSource(changelog, primaryKey, cache);
+        return new SetatsDynamicTableSource(changelog, primaryKey, table.getPartitionKeys(), cache);
     }
 
     @Override

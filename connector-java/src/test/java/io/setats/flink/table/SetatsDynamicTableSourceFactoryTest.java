@@ -96,7 +96,7 @@ class SetatsDynamicTableSourceFactoryTest {
         cdc.put("connector", "setats-cdc");
         SetatsCdcDynamicTableSource expected =
                 (SetatsCdcDynamicTableSource) source(RuntimeExecutionMode.STREAMING, cdc);
-        assertThat(s).isEqualTo(new SetatsDynamicTableSource(expected, Arrays.asList("id", "dt"), null));
+        assertThat(s).isEqualTo(new SetatsDynamicTableSource(expected, Arrays.asList("id", "dt"), DT, null));
     }
 
     @Test
@@ -106,7 +106,7 @@ class SetatsDynamicTableSourceFactoryTest {
         cdc.put("connector", "setats-cdc");
         SetatsCdcDynamicTableSource expected =
                 (SetatsCdcDynamicTableSource) source(RuntimeExecutionMode.STREAMING, cdc);
-        assertThat(s).isEqualTo(new SetatsDynamicTableSource(expected, Arrays.asList("id", "dt"), null));
+        assertThat(s).isEqualTo(new SetatsDynamicTableSource(expected, Arrays.asList("id", "dt"), DT, null));
     }
 
     @Test
