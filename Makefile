@@ -23,13 +23,14 @@ PROTOC_GEN_GO_VERSION := v1.36.12
 say = @printf '\n== %s\n' $(1)
 
 .PHONY: help deps build build-gateway build-connector build-runner test test-go test-alerts test-fuzz fuzz test-java test-e2e \
-        demo bench proto clean
+        demo bench bench-flink proto clean
 
 help:
 	@echo 'make demo    build gateway + connector, start the gateway, run the seed write and CDC jobs in Flink, print the changelog'
 	@echo 'make test    installs missing Debian/Python packages, then go build/vet/test, connector mvn verify (unit + ITCases), SQL runner tests, end-to-end (pyarrow, pgbench, demo)'
 	@echo 'make fuzz    Go fuzz targets over hostile client input, FUZZTIME (40s) each'
 	@echo 'make bench   Go benchmarks (store, gateway)'
+	@echo 'make bench-flink  Setats vs Apache Paimon through Flink, 3 A/B runs (docs/bench-flink.md; BENCH_ROWS=100000 BENCH_RUNS=1 for a quick check)'
 	@echo 'make build   bin/setats, the connector jar and the SQL runner jar'
 	@echo 'make deps    install what a new machine lacks (Debian packages, Python packages)'
 	@echo 'make proto   regenerate proto/setatspb from proto/setats.proto'
@@ -138,6 +139,19 @@ bench:
 	  echo "packages: $$pkgs"; \
 	  $(GO) test -run '^$$' -bench '$(BENCH)' -benchmem $(BENCH_FLAGS) $$pkgs; fi
 
+# Setats vs Apache Paimon (changelog-producer = lookup) through Flink 1.20, one JVM per system and
+# run, alternating (docs/bench-flink.md). Not part of `make test`. BENCH_ROWS, BENCH_RUNS,
+# BENCH_FRESH_SECONDS, BENCH_FRESH_RATE, BENCH_DIR, BENCH_OUT change it.
+BENCH_FLINK_POM := bench/flink/pom.xml
+bench-flink: build-gateway build-connector
+	$(call say,"bench-flink: Setats vs Paimon through Flink")
+	$(GO) build -o bin/setats-loadgen ./e2e/cmd/setats-loadgen
+	$(MVN) $(MVN_FLAGS) -q -f $(BENCH_FLINK_POM) -DskipTests package
+	java -Dbench.gateway=$(abspath $(GATEWAY_BIN)) -Dbench.loadgen=$(abspath bin/setats-loadgen) \
+	  -Dbench.connector=$(abspath $(CONNECTOR_JAR)) -Dbench.classes=$(abspath bench/flink/target/classes) \
+	  -Dbench.classpath=$(abspath bench/flink/target/classpath.txt) \
+	  -cp "bench/flink/target/classes:$$(cat bench/flink/target/classpath.txt)" io.setats.bench.flink.BenchFlink
+
 proto:
 	$(call say,"protoc -> proto/setatspb")
 	@command -v protoc >/dev/null || EXTRA_DEBS=protobuf-compiler bash .ci/install-debian.sh
@@ -149,4 +163,4 @@ proto:
 	@ls -l proto/setatspb
 
 clean:
-	rm -rf bin .demo e2e/.work connector-java/target e2e/sql-runner/target
+	rm -rf bin .demo e2e/.work connector-java/target e2e/sql-runner/target bench/flink/target

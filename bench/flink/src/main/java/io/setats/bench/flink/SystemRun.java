@@ -1,0 +1,497 @@
+package io.setats.bench.flink;
+
+import org.apache.flink.api.common.JobStatus;
+import org.apache.flink.api.common.typeinfo.TypeInformation;
+import org.apache.flink.api.common.typeinfo.Types;
+import org.apache.flink.core.execution.JobClient;
+import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.databind.ObjectMapper;
+import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.databind.node.ArrayNode;
+import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.databind.node.ObjectNode;
+import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.flink.streaming.api.functions.source.SourceFunction;
+import org.apache.flink.table.api.EnvironmentSettings;
+import org.apache.flink.table.api.TableEnvironment;
+import org.apache.flink.table.api.bridge.java.StreamTableEnvironment;
+import org.apache.flink.types.Row;
+import org.apache.flink.types.RowKind;
+import org.apache.flink.util.CloseableIterator;
+
+import java.io.File;
+import java.io.IOException;
+import java.lang.management.ManagementFactory;
+import java.nio.file.Files;
+import java.nio.file.Paths;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * One system's side of one run of {@code make bench-flink}, in its own JVM (started by {@link
+ * BenchFlink}): (1) ingest {@link Workload} through Flink SQL at sink parallelism 2 with 10 s
+ * checkpoints until the job finished (every row committed); (2) read the changelog from the start
+ * through the system's CDC source until its fold equals the expected table; (4) read the table
+ * itself (Setats: {@code startup.mode = initial}, the merged rows; Paimon: a batch scan) and fail
+ * unless fold, table and expected table are equal; (3) freshness: a reader job following the
+ * table from its latest position, then a writer job at a steady rate of new keys whose {@code
+ * name} is the write time (epoch ms); latency = arrival at the reader - write time, for each
+ * checkpoint interval asked. Writes its figures as JSON to {@code --out}.
+ *
+ * <p>Arguments: {@code --system setats|paimon --keys N --out FILE --fresh-seconds S --fresh-rate R
+ * --fresh-warmup-seconds W --fresh-checkpoints MS[,MS]} and for Setats {@code --manager-url URL
+ * --warehouse DIR --gateway-pid PID}, for Paimon {@code --warehouse DIR}.
+ */
+public final class SystemRun {
+    static final int PARALLELISM = 2;
+    static final int BUCKETS = 4;
+    static final long INGEST_CHECKPOINT_MS = 10_000;
+    static final long READ_TIMEOUT_MS = 20 * 60_000;
+
+    private final Map<String, String> args;
+    private final boolean setats;
+    private final Workload workload;
+    private final ObjectNode out = new ObjectMapper().createObjectNode();
+    private final long gatewayPid;
+
+    private SystemRun(Map<String, String> args) {
+        this.args = args;
+        this.setats = arg("system").equals("setats");
+        if (!setats && !arg("system").equals("paimon")) {
+            throw new IllegalArgumentException("--system must be setats or paimon, not " + arg("system"));
+        }
+        this.workload = new Workload(Long.parseLong(arg("keys")));
+        this.gatewayPid = setats ? Long.parseLong(arg("gateway-pid")) : -1;
+    }
+
+    public static void main(String[] argv) throws Exception {
+        Map<String, String> a = new HashMap<>();
+        for (int i = 0; i + 1 < argv.length; i += 2) {
+            if (!argv[i].startsWith("--")) {
+                throw new IllegalArgumentException("argument " + argv[i]);
+            }
+            a.put(argv[i].substring(2), argv[i + 1]);
+        }
+        new SystemRun(a).run();
+        // MiniCluster threads of cancelled jobs may linger; the figures are written.
+        System.exit(0);
+    }
+
+    private String arg(String name) {
+        String v = args.get(name);
+        if (v == null) {
+            throw new IllegalArgumentException("missing --" + name);
+        }
+        return v;
+    }
+
+    private void run() throws Exception {
+        out.put("system", arg("system"));
+        out.put("keys", workload.keys());
+        out.put("rows", workload.rows());
+        out.put("load_start", loadAverage());
+        double jvm0 = jvmCpuSeconds();
+        double gw0 = gatewayCpuSeconds();
+        String table = "bench_" + System.currentTimeMillis();
+        ingest(table);
+        Map<String, String> fold = read(table);
+        checkTable(table, fold);
+        ArrayNode fresh = out.putArray("freshness");
+        for (String c : arg("fresh-checkpoints").split(",")) {
+            fresh.add(freshness(table, Long.parseLong(c.trim())));
+        }
+        out.put("jvm_cpu_s", jvmCpuSeconds() - jvm0);
+        out.put("gateway_cpu_s", gatewayCpuSeconds() - gw0);
+        out.put("load_end", loadAverage());
+        new ObjectMapper().writerWithDefaultPrettyPrinter().writeValue(new File(arg("out")), out);
+        log("done: %s", out);
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // tables
+
+    /** A job's environments: each job runs in its own MiniCluster (Flink's local executor). */
+    private static final class Env {
+        final StreamExecutionEnvironment env;
+        final StreamTableEnvironment t;
+
+        Env(StreamExecutionEnvironment env, StreamTableEnvironment t) {
+            this.env = env;
+            this.t = t;
+        }
+    }
+
+    private Env tableEnv(long checkpointMs) {
+        // A failing job fails the run (no restarts that would hide it or read twice).
+        org.apache.flink.configuration.Configuration conf = new org.apache.flink.configuration.Configuration();
+        conf.set(org.apache.flink.configuration.RestartStrategyOptions.RESTART_STRATEGY, "none");
+        StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment(conf);
+        env.setParallelism(PARALLELISM);
+        env.enableCheckpointing(checkpointMs);
+        StreamTableEnvironment t = StreamTableEnvironment.create(env);
+        if (!setats) {
+            t.executeSql(paimonCatalogDdl());
+        }
+        return new Env(env, t);
+    }
+
+    private String paimonCatalogDdl() {
+        return "CREATE CATALOG pc WITH ('type' = 'paimon', 'warehouse' = 'file://" + arg("warehouse") + "')";
+    }
+
+    private String setatsWith(String connector, String table, String extra) {
+        return String.format(
+                "WITH ('connector' = '%s', 'manager-url' = '%s', 'warehouse' = '%s', 'catalog-type' = 'hadoop',"
+                        + " 'catalog-name' = 'setats', 'catalog-database' = 'bench', 'catalog-table' = '%s'%s)",
+                connector, arg("manager-url"), arg("warehouse"), table, extra);
+    }
+
+    /** Registers the sink table and returns its SQL name. */
+    private String sinkTable(StreamTableEnvironment t, String table) {
+        if (setats) {
+            t.executeSql("CREATE TEMPORARY TABLE w (" + Workload.COLUMNS_DDL + ") PARTITIONED BY (dt) "
+                    + setatsWith("setats", table, ", 'bucket' = '" + BUCKETS + "', 'bucket-key' = 'id',"
+                            + " 'merge-engine' = 'DEDUPLICATE', 'sink.parallelism' = '" + PARALLELISM + "'"));
+            return "w";
+        }
+        t.executeSql("CREATE DATABASE IF NOT EXISTS pc.bench");
+        t.executeSql("CREATE TABLE IF NOT EXISTS pc.bench." + table + " (" + Workload.COLUMNS_DDL + ") PARTITIONED BY (dt)"
+                + " WITH ('bucket' = '" + BUCKETS + "', 'bucket-key' = 'id', 'changelog-producer' = 'lookup',"
+                + " 'sink.parallelism' = '" + PARALLELISM + "')");
+        return "pc.bench." + table;
+    }
+
+    /** Registers a CDC source of the table at {@code start} (earliest, latest, initial) and returns its SQL. */
+    private String cdcQuery(StreamTableEnvironment t, String table, String start) {
+        String cols = "SELECT id, dt, name, address FROM ";
+        if (setats) {
+            String name = "r_" + start;
+            t.executeSql("CREATE TEMPORARY TABLE " + name + " (" + Workload.COLUMNS_DDL + ") "
+                    + setatsWith("setats-cdc", table, ", 'startup.mode' = '" + start + "'"));
+            return cols + name;
+        }
+        String hint;
+        switch (start) {
+            case "earliest":
+                // The changelog of every snapshot from the first one (not a full snapshot first).
+                hint = "'scan.mode' = 'from-snapshot', 'scan.snapshot-id' = '1'";
+                break;
+            case "latest":
+                hint = "'scan.mode' = 'latest'";
+                break;
+            default:
+                throw new IllegalArgumentException(start);
+        }
+        return cols + "pc.bench." + table + " /*+ OPTIONS(" + hint + ") */";
+    }
+
+    private static TypeInformation<Row> rowType() {
+        return Types.ROW_NAMED(Workload.COLUMNS, Types.STRING, Types.STRING, Types.STRING, Types.STRING);
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // (1) ingest
+
+    private void ingest(String table) throws Exception {
+        Env e = tableEnv(INGEST_CHECKPOINT_MS);
+        StreamTableEnvironment t = e.t;
+        String sink = sinkTable(t, table);
+        StreamExecutionEnvironment env = e.env;
+        Workload w = workload;
+        t.createTemporaryView("src", env.fromSequence(0, w.rows() - 1).setParallelism(1)
+                .map(new FirstRowClock(w)).returns(rowType()).setParallelism(1));
+        t.createStatementSet().addInsertSql("INSERT INTO " + sink + " SELECT * FROM src").attachAsDataStream();
+        Cpu cpu = new Cpu();
+        long start = System.nanoTime();
+        JobClient job = env.executeAsync("ingest " + arg("system"));
+        job.getJobExecutionResult().get();
+        long end = System.nanoTime();
+        double s = (end - FirstRowClock.first) / 1e9;
+        out.put("ingest_s", s);
+        out.put("ingest_rows_per_s", w.rows() / s);
+        out.put("ingest_s_from_submit", (end - start) / 1e9);
+        cpu.put("ingest");
+        log("ingest: %d rows in %.2f s = %.0f rows/s from the first row to the job's end (%.2f s from submission)",
+                w.rows(), s, w.rows() / s, (end - start) / 1e9);
+    }
+
+    /**
+     * Row i of the workload; notes when the first row is made (the jobs run in this JVM), so that
+     * rates do not include the job's start-up.
+     */
+    static final class FirstRowClock implements org.apache.flink.api.common.functions.MapFunction<Long, Row> {
+        private static final long serialVersionUID = 1L;
+        static volatile long first;
+        private final Workload w;
+
+        FirstRowClock(Workload w) {
+            this.w = w;
+        }
+
+        @Override
+        public Row map(Long i) {
+            if (i == 0) {
+                first = System.nanoTime();
+            }
+            return w.row(i);
+        }
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // (2) read the changelog from the start
+
+    private Map<String, String> read(String table) throws Exception {
+        Env e = tableEnv(INGEST_CHECKPOINT_MS);
+        StreamTableEnvironment t = e.t;
+        Fold fold = new Fold(workload::expected, workload.keys());
+        Collector.State st = Collector.fold(fold);
+        t.toChangelogStream(t.sqlQuery(cdcQuery(t, table, "earliest"))).addSink(new Collector()).setParallelism(1);
+        Cpu cpu = new Cpu();
+        long start = System.nanoTime();
+        JobClient job = e.env.executeAsync("read " + arg("system"));
+        long rows = awaitFold(job, st, start);
+        double s = (st.doneNanos - st.firstNanos) / 1e9;
+        out.put("read_s_from_submit", (st.doneNanos - start) / 1e9);
+        cpu.put("read");
+        // Anything after the fold matched must not change it.
+        Thread.sleep(2000);
+        job.cancel().get(60, TimeUnit.SECONDS);
+        synchronized (st) {
+            if (fold.mismatches() != 0 || fold.retractOfAbsent() != 0) {
+                throw new IllegalStateException(String.format(
+                        "FOLD MISMATCH %s: after the changelog matched the expected table, %d keys differ, %d retractions of absent keys (%d rows read)",
+                        arg("system"), fold.mismatches(), fold.retractOfAbsent(), st.rows));
+            }
+            if (setats && st.rows != workload.setatsChangelogRows()) {
+                throw new IllegalStateException(String.format("Setats changelog has %d rows, expected %d (+I per key, -U/+U per update)",
+                        st.rows, workload.setatsChangelogRows()));
+            }
+            out.put("read_rows", rows);
+            out.put("read_rows_after", st.rows);
+        }
+        out.put("read_s", s);
+        out.put("read_rows_per_s", rows / s);
+        log("read: %d changelog rows in %.2f s = %.0f rows/s from the first row; fold equals the expected table", rows, s, rows / s);
+        return fold.rows();
+    }
+
+    private long awaitFold(JobClient job, Collector.State st, long start) throws Exception {
+        long lastRows = -1;
+        long lastLog = System.nanoTime();
+        while (true) {
+            synchronized (st) {
+                if (st.doneNanos != 0) {
+                    return st.fold.applied();
+                }
+            }
+            JobStatus status = job.getJobStatus().get();
+            if (status.isGloballyTerminalState()) {
+                job.getJobExecutionResult().get();
+                throw new IllegalStateException("reader job ended (" + status + ") before the fold matched: " + st.fold.mismatches() + " keys differ");
+            }
+            if (System.nanoTime() - start > TimeUnit.MILLISECONDS.toNanos(READ_TIMEOUT_MS)) {
+                throw new IllegalStateException(String.format("FOLD MISMATCH %s: after %d s the fold of %d changelog rows still differs in %d keys",
+                        arg("system"), READ_TIMEOUT_MS / 1000, st.rows, st.fold.mismatches()));
+            }
+            if (System.nanoTime() - lastLog > 10e9) {
+                lastLog = System.nanoTime();
+                if (st.rows == lastRows) {
+                    log("read: %d rows, %d keys differ (no progress for 10 s)", st.rows, st.fold.mismatches());
+                }
+                lastRows = st.rows;
+            }
+            Thread.sleep(10);
+        }
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // (4) the table itself
+
+    private void checkTable(String table, Map<String, String> fold) throws Exception {
+        Map<String, String> tableRows = new HashMap<>();
+        if (setats) {
+            // The merged rows at one consistent view (SPEC section 9), as +I, then the (empty) rest.
+            Env e = tableEnv(INGEST_CHECKPOINT_MS);
+            StreamTableEnvironment t = e.t;
+            Fold f = new Fold(workload::expected, workload.keys());
+            Collector.State st = Collector.fold(f);
+            t.toChangelogStream(t.sqlQuery(cdcQuery(t, table, "initial"))).addSink(new Collector()).setParallelism(1);
+            JobClient job = e.env.executeAsync("table " + arg("system"));
+            try {
+                awaitFold(job, st, System.nanoTime());
+                Thread.sleep(2000);
+            } finally {
+                job.cancel().get(60, TimeUnit.SECONDS);
+            }
+            synchronized (st) {
+                tableRows.putAll(f.rows());
+                if (st.rows != workload.keys()) {
+                    throw new IllegalStateException("TABLE MISMATCH: the Setats snapshot has " + st.rows + " rows, the table " + workload.keys() + " keys");
+                }
+            }
+        } else {
+            TableEnvironment b = TableEnvironment.create(EnvironmentSettings.inBatchMode());
+            b.executeSql(paimonCatalogDdl());
+            try (CloseableIterator<Row> it = b.executeSql("SELECT id, dt, name, address FROM pc.bench." + table).collect()) {
+                while (it.hasNext()) {
+                    Row r = it.next();
+                    if (r.getKind() != RowKind.INSERT) {
+                        throw new IllegalStateException("batch scan returned " + r);
+                    }
+                    String prev = tableRows.put(Workload.key(r.getField(0), r.getField(1)), Workload.value(r.getField(2), r.getField(3)));
+                    if (prev != null) {
+                        throw new IllegalStateException("TABLE MISMATCH: batch scan returned key " + r.getField(0) + "|" + r.getField(1) + " twice");
+                    }
+                }
+            }
+        }
+        String d = Fold.diff("changelog fold", fold, "table", tableRows);
+        if (d != null) {
+            throw new IllegalStateException("FOLD MISMATCH " + arg("system") + ": " + d);
+        }
+        out.put("fold_equals_table", true);
+        log("table: %d rows, equal to the fold of the changelog", tableRows.size());
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // (3) freshness
+
+    private ObjectNode freshness(String table, long checkpointMs) throws Exception {
+        int rate = Integer.parseInt(arg("fresh-rate"));
+        long warmupRows = rate * Long.parseLong(arg("fresh-warmup-seconds"));
+        long measured = rate * Long.parseLong(arg("fresh-seconds"));
+        String prefix = "f" + checkpointMs + "-";
+        Collector.State st = Collector.freshness(prefix, warmupRows);
+
+        Env re = tableEnv(INGEST_CHECKPOINT_MS);
+        re.t.toChangelogStream(re.t.sqlQuery(cdcQuery(re.t, table, "latest"))).addSink(new Collector()).setParallelism(1);
+        JobClient reader = re.env.executeAsync("fresh reader " + arg("system"));
+        awaitRunning(reader);
+        Thread.sleep(3000); // splits assigned and following
+
+        Env we = tableEnv(checkpointMs);
+        StreamTableEnvironment wt = we.t;
+        String sink = sinkTable(wt, table);
+        wt.createTemporaryView("fresh_src", we.env.addSource(new SteadyRows(prefix, rate, warmupRows + measured))
+                .returns(rowType()).setParallelism(1));
+        wt.createStatementSet().addInsertSql("INSERT INTO " + sink + " SELECT * FROM fresh_src").attachAsDataStream();
+        Cpu cpu = new Cpu();
+        JobClient writer = we.env.executeAsync("fresh writer " + arg("system"));
+        writer.getJobExecutionResult().get();
+        long deadline = System.currentTimeMillis() + 30_000 + 2 * checkpointMs;
+        while (System.currentTimeMillis() < deadline) {
+            synchronized (st) {
+                if (st.latency.count() >= measured) {
+                    break;
+                }
+            }
+            Thread.sleep(50);
+        }
+        reader.cancel().get(60, TimeUnit.SECONDS);
+        ObjectNode f = new ObjectMapper().createObjectNode();
+        f.put("checkpoint_ms", checkpointMs);
+        cpu.putInto(f, "fresh");
+        synchronized (st) {
+            f.put("rate", rate);
+            f.put("expected", measured);
+            f.put("samples", st.latency.count());
+            f.put("p50_ms", st.latency.percentile(50));
+            f.put("p99_ms", st.latency.percentile(99));
+            f.put("max_ms", st.latency.percentile(100));
+        }
+        log("freshness (checkpoint %d ms): %s", checkpointMs, f);
+        f.put("complete", f.get("samples").asLong() >= measured);
+        if (f.get("samples").asLong() < measured) {
+            // Reported (BenchFlink prints it), not fatal: the percentiles are of the rows that came.
+            log("WARNING freshness: only %s of %d rows arrived within %d s after the writer ended",
+                    f.get("samples"), measured, (30_000 + 2 * checkpointMs) / 1000);
+        }
+        return f;
+    }
+
+    private static void awaitRunning(JobClient job) throws Exception {
+        while (job.getJobStatus().get() != JobStatus.RUNNING) {
+            if (job.getJobStatus().get().isGloballyTerminalState()) {
+                job.getJobExecutionResult().get();
+                throw new IllegalStateException("reader job ended before it ran");
+            }
+            Thread.sleep(50);
+        }
+    }
+
+    /**
+     * {@code n} new keys {@code prefix + i} at {@code rate} rows/s from one subtask; {@code name}
+     * is the emission time (epoch ms).
+     */
+    static final class SteadyRows implements SourceFunction<Row> {
+        private static final long serialVersionUID = 1L;
+        private final String prefix;
+        private final int rate;
+        private final long n;
+        private volatile boolean running = true;
+
+        SteadyRows(String prefix, int rate, long n) {
+            this.prefix = prefix;
+            this.rate = rate;
+            this.n = n;
+        }
+
+        @Override
+        public void run(SourceContext<Row> ctx) throws Exception {
+            long start = System.nanoTime();
+            long i = 0;
+            while (i < n && running) {
+                long due = Math.min(n, (System.nanoTime() - start) * rate / 1_000_000_000L + 1);
+                synchronized (ctx.getCheckpointLock()) {
+                    for (; i < due; i++) {
+                        ctx.collect(Row.ofKind(RowKind.INSERT, prefix + i, Workload.dt(i), Long.toString(System.currentTimeMillis()), "fresh"));
+                    }
+                }
+                Thread.sleep(1);
+            }
+        }
+
+        @Override
+        public void cancel() {
+            running = false;
+        }
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // CPU and load
+
+    /** CPU seconds of this JVM and of the gateway since construction. */
+    private final class Cpu {
+        final double jvm = jvmCpuSeconds();
+        final double gw = gatewayCpuSeconds();
+
+        void put(String phase) {
+            putInto(out, phase);
+        }
+
+        void putInto(ObjectNode o, String phase) {
+            o.put(phase + "_jvm_cpu_s", jvmCpuSeconds() - jvm);
+            o.put(phase + "_gateway_cpu_s", gatewayCpuSeconds() - gw);
+        }
+    }
+
+    static double jvmCpuSeconds() {
+        return ((com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean()).getProcessCpuTime() / 1e9;
+    }
+
+    /** utime + stime of the gateway process (/proc/PID/stat, 100 ticks/s); 0 without a gateway. */
+    private double gatewayCpuSeconds() {
+        return gatewayPid < 0 ? 0 : BenchFlink.procCpuSeconds(gatewayPid);
+    }
+
+    static String loadAverage() {
+        try {
+            String[] f = new String(Files.readAllBytes(Paths.get("/proc/loadavg"))).split(" ");
+            return f[0] + " " + f[1] + " " + f[2];
+        } catch (IOException e) {
+            return "?";
+        }
+    }
+
+    static void log(String fmt, Object... a) {
+        System.err.printf("%tT bench %s%n", System.currentTimeMillis(), String.format(fmt, a));
+    }
+}

@@ -1,0 +1,123 @@
+package io.setats.bench.flink;
+
+import org.apache.flink.types.Row;
+import org.apache.flink.types.RowKind;
+
+import java.io.Serializable;
+
+/**
+ * The deterministic data both systems get: the seeds' table shape ({@code id STRING, dt STRING,
+ * name STRING, address STRING}, primary key {@code (id, dt)}, partitioned by {@code dt}, 4 dt
+ * values). Row {@code i} of {@code keys + updates} rows: for {@code i < keys} an insert of key
+ * {@code i}; after that update {@code j = i - keys} rewrites key {@code 5 * j} with new values
+ * (so {@code updates <= keys / 5} keys are updated once each, in order after their insert).
+ * Written by one source subtask, so every key's rows reach the sink in this order and the table's
+ * final state is {@link #expected(long)}.
+ */
+public final class Workload implements Serializable {
+    private static final long serialVersionUID = 1L;
+
+    /** Column names, in order. */
+    public static final String[] COLUMNS = {"id", "dt", "name", "address"};
+    /** The DDL column list (seeds' shape). */
+    public static final String COLUMNS_DDL =
+            "id STRING, dt STRING, name STRING, address STRING, PRIMARY KEY (id, dt) NOT ENFORCED";
+
+    private final long keys;
+    private final long updates;
+
+    /** {@code keys} distinct keys and {@code keys / 5} updates (20%). */
+    public Workload(long keys) {
+        this(keys, keys / 5);
+    }
+
+    Workload(long keys, long updates) {
+        if (keys <= 0 || updates < 0 || updates * 5 > keys) {
+            throw new IllegalArgumentException("keys " + keys + ", updates " + updates + ": need keys > 0 and 0 <= updates <= keys/5");
+        }
+        this.keys = keys;
+        this.updates = updates;
+    }
+
+    public long keys() {
+        return keys;
+    }
+
+    public long updates() {
+        return updates;
+    }
+
+    /** Rows written by the ingest phase: keys + updates. */
+    public long rows() {
+        return keys + updates;
+    }
+
+    /** Setats' changelog of the ingest (DEDUPLICATE): +I per key, -U and +U per update. */
+    public long setatsChangelogRows() {
+        return keys + 2 * updates;
+    }
+
+    /** The dt of key k (4 partitions). */
+    public static String dt(long k) {
+        return "2026120" + (1 + k % 4);
+    }
+
+    /** Row i of the ingest (INSERT kind; the sinks upsert by primary key). */
+    public Row row(long i) {
+        if (i < keys) {
+            return Row.ofKind(RowKind.INSERT, Long.toString(i), dt(i), name(i, 0), address(i, 0));
+        }
+        long k = 5 * (i - keys);
+        return Row.ofKind(RowKind.INSERT, Long.toString(k), dt(k), name(k, 1), address(k, 1));
+    }
+
+    /** Whether key k is updated by the ingest. */
+    public boolean updated(long k) {
+        return k % 5 == 0 && k / 5 < updates;
+    }
+
+    /** The final value ({@link #value}) of key k, or null when k is not a key of the workload. */
+    public String expected(long k) {
+        if (k < 0 || k >= keys) {
+            return null;
+        }
+        int v = updated(k) ? 1 : 0;
+        return value(name(k, v), address(k, v));
+    }
+
+    /** The final value of the key ({@link #key}) or null when it is not a key of the workload. */
+    public String expected(String key) {
+        int bar = key.indexOf('|');
+        if (bar < 0) {
+            return null;
+        }
+        long k;
+        try {
+            k = Long.parseLong(key.substring(0, bar));
+        } catch (NumberFormatException e) {
+            return null;
+        }
+        if (!key.substring(bar + 1).equals(dt(k))) {
+            return null;
+        }
+        return expected(k);
+    }
+
+    /** The fold's key of a row: id|dt. */
+    public static String key(Object id, Object dt) {
+        return id + "|" + dt;
+    }
+
+    /** The fold's value of a row: name|address. */
+    public static String value(Object name, Object address) {
+        return name + "|" + address;
+    }
+
+    private static String name(long k, int version) {
+        return (version == 0 ? "n" : "u") + Long.toString((k * 31 + version) % 99991 + 10000, 36);
+    }
+
+    private static String address(long k, int version) {
+        return "addr-" + Long.toHexString((k + version * 7) * 0x9E3779B97F4A7C15L);
+    }
+}
