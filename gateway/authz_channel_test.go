@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/apache/arrow-go/v18/arrow/flight"
-	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 
@@ -89,19 +87,8 @@ func TestAuthorizeChannels(t *testing.T) {
 	ctx, cancel := context.WithCancel(g.ctx)
 	defer cancel()
 	md, _ := metadata.FromOutgoingContext(consumer.ctx)
-	stream, err := g.client.DoGet(metadata.NewOutgoingContext(ctx, md), &flight.Ticket{Ticket: ticket(t, &setatspb.ChangelogTicket{
-		Channel: &setatspb.ChannelTicket{Channel: "orders", Credentials: cred, Follow: true}})})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rdr, err := flight.NewRecordReader(stream, ipc.WithAllocator(g.mem))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rdr.Release()
-	if !rdr.Next() {
-		t.Fatalf("no first batch: %v", rdr.Err())
-	}
+	rdr := g.followFirst(metadata.NewOutgoingContext(ctx, md), &setatspb.ChangelogTicket{
+		Channel: &setatspb.ChannelTicket{Channel: "orders", Credentials: cred, Follow: true}})
 	writeUsersFile(t, path, []testUser{users[0], {"consumer", "consumer-pw", `[{channel: another, privileges: [read]}]`}})
 	if err := g.s.Reload(); err != nil {
 		t.Fatal(err)

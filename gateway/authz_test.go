@@ -440,6 +440,25 @@ func TestAuthorizeEveryCall(t *testing.T) {
 	}
 }
 
+// followFirst opens a DoGet of tk with ctx (its outgoing metadata carries the caller's
+// credentials) and reads its first record batch; the reader is released at the end of the test.
+func (g *testGateway) followFirst(ctx context.Context, tk *setatspb.ChangelogTicket) *flight.Reader {
+	g.t.Helper()
+	stream, err := g.client.DoGet(ctx, &flight.Ticket{Ticket: ticket(g.t, tk)})
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	rdr, err := flight.NewRecordReader(stream, ipc.WithAllocator(g.mem))
+	if err != nil {
+		g.t.Fatalf("DoGet %v: %v", tk, err)
+	}
+	g.t.Cleanup(rdr.Release)
+	if !rdr.Next() {
+		g.t.Fatalf("DoGet %v: no first batch: %v", tk, rdr.Err())
+	}
+	return rdr
+}
+
 // consumerCred are the consumer group credentials of the channel calls of TestAuthorizeEveryCall.
 var consumerCred = &setatspb.ConsumerCredentials{Group: "g", User: "u", Password: "p"}
 
@@ -584,8 +603,8 @@ func TestAuthBearerToken(t *testing.T) {
 	wantCode(t, err, codes.Unauthenticated)
 }
 
-// TestAuthReloadRevokesStreams: a users file change ends the following DoGet, watch and DoPut
-// streams of users who lost their grant with PermissionDenied naming user and table; the streams
+// TestAuthReloadRevokesStreams: a users file change ends the following DoGet, watch, DoPut and
+// lookup (DoExchange) streams of users who lost their grant with PermissionDenied naming user and table; the streams
 // of a user who keeps the grant go on.
 func TestAuthReloadRevokesStreams(t *testing.T) {
 	g, path := startAuthGateway(t, nil)
@@ -598,24 +617,10 @@ func TestAuthReloadRevokesStreams(t *testing.T) {
 	}
 
 	follow := func(user string) *flight.Reader {
-		stream, err := g.client.DoGet(userCtx(user),
-			&flight.Ticket{Ticket: ticket(t, &setatspb.ChangelogTicket{Database: "shop", Table: "orders", Bucket: 0, Follow: true})})
-		if err != nil {
-			t.Fatal(err)
-		}
-		rdr, err := flight.NewRecordReader(stream, ipc.WithAllocator(g.mem))
-		if err != nil {
-			t.Fatalf("DoGet as %s: %v", user, err)
-		}
-		if !rdr.Next() {
-			t.Fatalf("DoGet as %s: no first batch: %v", user, rdr.Err())
-		}
-		return rdr
+		return g.followFirst(userCtx(user), &setatspb.ChangelogTicket{Database: "shop", Table: "orders", Bucket: 0, Follow: true})
 	}
 	readerGet := follow("reader")
-	defer readerGet.Release()
 	adminGet := follow("admin")
-	defer adminGet.Release()
 
 	body, _ := proto.Marshal(&setatspb.WatchRequest{Database: "shop", Table: "orders"})
 	watch, err := g.client.DoAction(userCtx("reader"), &flight.Action{Type: ActionWatch, Body: body})
@@ -642,6 +647,14 @@ func TestAuthReloadRevokesStreams(t *testing.T) {
 		t.Fatalf("writer's first ack: %v", err)
 	}
 
+	// The reader's lookup session (DoExchange): one lookup answered, the stream kept open.
+	lookup := g.asUser("reader").openLookup(&setatspb.LookupCommand{Database: "shop", Table: "orders"},
+		arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int32}}, nil))
+	defer lookup.close()
+	if _, err := lookup.lookup(intRecord(g.mem, 1)); err != nil {
+		t.Fatalf("reader's first lookup: %v", err)
+	}
+
 	// reader and writer lose their grants; admin keeps everything.
 	writeUsersFile(t, path, []testUser{testUsers[0], {"reader", "reader-pw", "[]"}, {"writer", "writer-pw", "[]"}})
 	if err := g.s.Reload(); err != nil {
@@ -660,6 +673,9 @@ func TestAuthReloadRevokesStreams(t *testing.T) {
 		}
 	}
 	wantCode(t, err, codes.PermissionDenied, `user "reader"`, "shop.orders", ActionWatch)
+	// The open lookup session answers its next request with PermissionDenied.
+	_, err = lookup.lookup(intRecord(g.mem, 2))
+	wantCode(t, err, codes.PermissionDenied, `user "reader"`, "shop.orders", "lookup")
 
 	// admin's stream goes on: a new row arrives.
 	rec2 := intStrRecord(g.mem, nil, []int32{3}, []string{"c"})

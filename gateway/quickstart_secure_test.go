@@ -36,8 +36,8 @@ func secureClient(ctx context.Context, addr, caFile, user, password string) (fli
 // with the token.
 func TestQuickstartSecure(t *testing.T) {
 	p := newTestPKI(t)
-	g, _ := startAuthGateway(t, func(o *Options) { o.TLSCert, o.TLSKey = p.certFile, p.keyFile })
-	client, ctx, err := secureClient(g.ctx, g.s.FlightAddr(), p.caFile, "reader", "reader-pw")
+	g, _ := startAuthGateway(t, func(o *Options) { o.TLSCert, o.TLSKey = p.CertFile, p.KeyFile })
+	client, ctx, err := secureClient(g.ctx, g.s.FlightAddr(), p.CAFile, "reader", "reader-pw")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func TestQuickstartSecure(t *testing.T) {
 	if err := proto.Unmarshal(r.GetBody(), info); err != nil || info.GetWarehouse() == "" {
 		t.Fatalf("gateway-info: %v %v", info, err)
 	}
-	if _, _, err := secureClient(g.ctx, g.s.FlightAddr(), p.caFile, "reader", "wrong"); err == nil {
+	if _, _, err := secureClient(g.ctx, g.s.FlightAddr(), p.CAFile, "reader", "wrong"); err == nil {
 		t.Fatal("a wrong password got a token")
 	}
 }

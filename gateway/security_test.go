@@ -2,115 +2,47 @@ package gateway
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	natsserver "github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/status"
 
 	"github.com/setats/setats/internal/flighttest"
+	"github.com/setats/setats/internal/testpki"
 	"github.com/setats/setats/proto/setatspb"
 )
 
-// testPKI is a CA generated in the test, with a server certificate for 127.0.0.1 and a client
-// certificate, as PEM files in a temporary directory.
-type testPKI struct {
-	dir                       string
-	caFile, certFile, keyFile string
-	clientCert, clientKey     string
-	pool                      *x509.CertPool
-	clientPair                tls.Certificate
-}
+// newTestPKI generates a CA, a server certificate for 127.0.0.1 and a client certificate
+// (internal/testpki).
+func newTestPKI(t *testing.T) *testpki.PKI { return testpki.New(t) }
 
-func newTestPKI(t *testing.T) *testPKI {
+// tlsGateway connects a test client to a Flight address over TLS with cfg; it is closed (and
+// its Arrow memory checked) at the end of the test.
+func tlsGateway(t *testing.T, addr string, cfg *tls.Config) *testGateway {
 	t.Helper()
-	dir := t.TempDir()
-	p := &testPKI{dir: dir}
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	c, err := flighttest.DialTLS(addr, cfg, flighttest.WithAllocator(mem))
 	if err != nil {
 		t.Fatal(err)
 	}
-	caTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "setats test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, _ := x509.ParseCertificate(caDER)
-	p.pool = x509.NewCertPool()
-	p.pool.AddCert(ca)
-	p.caFile = writePEM(t, dir, "ca.pem", "CERTIFICATE", caDER)
-	issue := func(name string, serial int64, usage x509.ExtKeyUsage) (string, string) {
-		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tmpl := &x509.Certificate{
-			SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: name},
-			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-			KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage},
-			IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, DNSNames: []string{"localhost"},
-		}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-		if err != nil {
-			t.Fatal(err)
-		}
-		kb, err := x509.MarshalECPrivateKey(key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return writePEM(t, dir, name+".pem", "CERTIFICATE", der), writePEM(t, dir, name+"-key.pem", "EC PRIVATE KEY", kb)
-	}
-	p.certFile, p.keyFile = issue("server", 2, x509.ExtKeyUsageServerAuth)
-	p.clientCert, p.clientKey = issue("client", 3, x509.ExtKeyUsageClientAuth)
-	if p.clientPair, err = tls.LoadX509KeyPair(p.clientCert, p.clientKey); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-func writePEM(t *testing.T, dir, name, typ string, der []byte) string {
-	t.Helper()
-	path := filepath.Join(dir, name)
-	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	t.Cleanup(func() { cancel(); _ = c.Close(); mem.AssertSize(t, 0) })
+	return &testGateway{t: t, fc: c, client: c.FC, mem: mem, ctx: ctx}
 }
 
 // tlsInfo calls gateway-info over TLS with cfg (and Basic credentials of reader when users).
 func tlsInfo(t *testing.T, addr string, cfg *tls.Config, users bool) error {
 	t.Helper()
-	c, err := flight.NewClientWithMiddleware(addr, nil, nil, grpc.WithTransportCredentials(credentials.NewTLS(cfg)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
-	defer cancel()
-	g := &testGateway{t: t, fc: &flighttest.Client{FC: c}, client: c, ctx: ctx}
+	g := tlsGateway(t, addr, cfg)
 	if users {
 		g = g.asUser("reader")
 	}
@@ -123,8 +55,8 @@ func tlsInfo(t *testing.T, addr string, cfg *tls.Config, users bool) error {
 func TestTLS(t *testing.T) {
 	p := newTestPKI(t)
 	t.Run("server certificate", func(t *testing.T) {
-		g, _ := startAuthGateway(t, func(o *Options) { o.TLSCert, o.TLSKey = p.certFile, p.keyFile })
-		if err := tlsInfo(t, g.s.FlightAddr(), &tls.Config{RootCAs: p.pool}, true); err != nil {
+		g, _ := startAuthGateway(t, func(o *Options) { o.TLSCert, o.TLSKey = p.CertFile, p.KeyFile })
+		if err := tlsInfo(t, g.s.FlightAddr(), &tls.Config{RootCAs: p.Pool}, true); err != nil {
 			t.Fatalf("gateway-info over TLS: %v", err)
 		}
 		if err := tlsInfo(t, g.s.FlightAddr(), &tls.Config{}, true); status.Code(err) != codes.Unavailable {
@@ -132,7 +64,7 @@ func TestTLS(t *testing.T) {
 		}
 		// The plain client of startGateway cannot talk to a TLS server.
 		wantCode(t, g.asUser("reader").action(ActionGatewayInfo, nil, &setatspb.GatewayInfo{}), codes.Unavailable)
-		hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: p.pool}}}
+		hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: p.Pool}}}
 		resp, err := hc.Get("https://" + g.s.AdminAddr() + "/healthz")
 		if err != nil {
 			t.Fatal(err)
@@ -144,16 +76,16 @@ func TestTLS(t *testing.T) {
 	})
 	t.Run("client certificates", func(t *testing.T) {
 		g, _ := startAuthGateway(t, func(o *Options) {
-			o.TLSCert, o.TLSKey, o.TLSClientCA = p.certFile, p.keyFile, p.caFile
+			o.TLSCert, o.TLSKey, o.TLSClientCA = p.CertFile, p.KeyFile, p.CAFile
 		})
-		err := tlsInfo(t, g.s.FlightAddr(), &tls.Config{RootCAs: p.pool}, true)
+		err := tlsInfo(t, g.s.FlightAddr(), &tls.Config{RootCAs: p.Pool}, true)
 		if err == nil {
 			t.Fatal("a Flight client without a certificate was accepted")
 		}
-		if err := tlsInfo(t, g.s.FlightAddr(), &tls.Config{RootCAs: p.pool, Certificates: []tls.Certificate{p.clientPair}}, true); err != nil {
+		if err := tlsInfo(t, g.s.FlightAddr(), &tls.Config{RootCAs: p.Pool, Certificates: []tls.Certificate{p.ClientPair}}, true); err != nil {
 			t.Fatalf("gateway-info with a client certificate: %v", err)
 		}
-		hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: p.pool}}}
+		hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: p.Pool}}}
 		resp, err := hc.Get("https://" + g.s.AdminAddr() + "/metrics")
 		if err != nil {
 			t.Fatalf("/metrics without a client certificate: %v", err)
@@ -162,7 +94,7 @@ func TestTLS(t *testing.T) {
 	})
 	t.Run("bad files fail at start", func(t *testing.T) {
 		o := Options{FlightAddr: "127.0.0.1:0", AdminAddr: "127.0.0.1:0", NATSListen: "127.0.0.1:-1",
-			Warehouse: t.TempDir(), Logger: discardLogger(), Security: Security{TLSCert: p.caFile, TLSKey: p.keyFile}}
+			Warehouse: t.TempDir(), Logger: discardLogger(), Security: Security{TLSCert: p.CAFile, TLSKey: p.KeyFile}}
 		s, err := NewServer(o)
 		if err == nil {
 			err = s.Start()

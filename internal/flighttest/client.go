@@ -16,6 +16,7 @@ package flighttest
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -29,6 +30,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/proto"
 
@@ -100,8 +102,17 @@ func WithAllocator(mem memory.Allocator) Option { return func(c *Client) { c.all
 // Dial connects to a gateway's Flight address ("host:port") without TLS, with 256 MiB message
 // limits both ways.
 func Dial(addr string, opts ...Option) (*Client, error) {
+	return dial(addr, insecure.NewCredentials(), opts...)
+}
+
+// DialTLS is Dial over TLS with cfg (RootCAs: the CA of the gateway's --tls-cert).
+func DialTLS(addr string, cfg *tls.Config, opts ...Option) (*Client, error) {
+	return dial(addr, credentials.NewTLS(cfg), opts...)
+}
+
+func dial(addr string, creds credentials.TransportCredentials, opts ...Option) (*Client, error) {
 	fc, err := flight.NewClientWithMiddleware(addr, nil, nil,
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithTransportCredentials(creds),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxGRPCBytes), grpc.MaxCallSendMsgSize(maxGRPCBytes)))
 	if err != nil {
 		return nil, err

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -17,9 +16,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/flight"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -69,6 +65,7 @@ func binlogCmd(args []string, stdout, stderr io.Writer) int {
 	timeout := fs.Duration("timeout", 30*time.Second, "time limit of the call")
 	user := fs.String("user", os.Getenv("SETATS_USER"), "user name for HTTP Basic credentials (env SETATS_USER); empty: anonymous")
 	password := fs.String("password", "", "password of --user (default: env SETATS_PASSWORD)")
+	caCert := tlsCACertFlag(fs)
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -93,7 +90,7 @@ func binlogCmd(args []string, stdout, stderr io.Writer) int {
 		ctx = metadata.AppendToOutgoingContext(ctx, "authorization",
 			"Basic "+base64.StdEncoding.EncodeToString([]byte(*user+":"+pw)))
 	}
-	c, err := dialFlight(*managerURL)
+	c, err := dialFlight(*managerURL, *caCert)
 	if err != nil {
 		fmt.Fprintf(stderr, "setats binlog %s: %v\n", sub, err)
 		return 1
@@ -176,24 +173,6 @@ func binlogCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	printHuman(stdout, sub, *slot, res)
 	return 0
-}
-
-// dialFlight connects to a manager-url (SPEC section 0).
-func dialFlight(url string) (flight.Client, error) {
-	addr, useTLS := url, false
-	switch {
-	case strings.HasPrefix(url, "grpc+tls://"):
-		addr, useTLS = strings.TrimPrefix(url, "grpc+tls://"), true
-	case strings.HasPrefix(url, "grpc://"):
-		addr = strings.TrimPrefix(url, "grpc://")
-	case strings.Contains(url, "://"):
-		return nil, fmt.Errorf("manager-url %q: want grpc://host:port, grpc+tls://host:port or host:port", url)
-	}
-	creds := insecure.NewCredentials()
-	if useTLS {
-		creds = credentials.NewTLS(&tls.Config{MinVersion: tls.VersionTLS12})
-	}
-	return flight.NewClientWithMiddleware(addr, nil, nil, grpc.WithTransportCredentials(creds))
 }
 
 // doAction runs one single-result action with a binary body.

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -25,17 +23,9 @@ import (
 // (INSERT, DELETE, INSERT, UPDATE), a slot with a checkpoint sync point, then every command in
 // table and JSON form.
 func TestBinlogCLI(t *testing.T) {
-	s, err := gateway.NewServer(gateway.Options{FlightAddr: "127.0.0.1:0", AdminAddr: "127.0.0.1:0", NATSListen: "127.0.0.1:-1",
-		Warehouse: t.TempDir(), ShutdownTimeout: 5 * time.Second, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer s.Shutdown()
+	s := startTestGateway(t, gateway.Security{})
 	url := "grpc://" + s.FlightAddr()
-	c, err := dialFlight(url)
+	c, err := dialFlight(url, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,8 +12,6 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -34,8 +32,9 @@ commands:
   groups        --channel C
   create-group  --channel C --group G --group-user U --group-password P   (adds U when G exists)
 
-common flags: --manager-url host:port (default localhost:8815, env SETATS_MANAGER_URL),
-  --user/--password: a gateway user when the gateway has --users-file (env SETATS_USER, SETATS_PASSWORD)
+common flags: --manager-url host:port, grpc://host:port or grpc+tls://host:port (default localhost:8815,
+  env SETATS_MANAGER_URL), --user/--password: a gateway user when the gateway has --users-file
+  (env SETATS_USER, SETATS_PASSWORD), --tls-ca-cert: PEM CA of the gateway's --tls-cert (env SETATS_TLS_CA_CERT)
 Answers are printed as JSON.
 `
 
@@ -55,6 +54,7 @@ func subscription(args []string, stdout, stderr io.Writer) int {
 	channel := fs.String("channel", "", "channel (topic) name")
 	gwUser := fs.String("user", os.Getenv("SETATS_USER"), "gateway user (HTTP Basic) when the gateway has --users-file (env SETATS_USER)")
 	gwPassword := fs.String("password", os.Getenv("SETATS_PASSWORD"), "password of --user (env SETATS_PASSWORD)")
+	caCert := tlsCACertFlag(fs)
 	var (
 		sourceURL, tables, start, slot, pub *string
 		retention                           *time.Duration
@@ -109,7 +109,7 @@ func subscription(args []string, stdout, stderr io.Writer) int {
 	case "create-group":
 		action, body = "subscription-create-group", &setatspb.CreateGroupRequest{Channel: *channel, Group: *group, User: *user, Password: *password}
 	}
-	out, err := subscriptionDoAction(*murl, *gwUser, *gwPassword, action, body)
+	out, err := subscriptionDoAction(*murl, *caCert, *gwUser, *gwPassword, action, body)
 	if err != nil {
 		if st, ok := status.FromError(err); ok {
 			fmt.Fprintf(stderr, "setats subscription %s: %s: %s\n", cmd, st.Code(), st.Message())
@@ -130,11 +130,7 @@ func envOr(k, def string) string {
 }
 
 // subscriptionDoAction runs one Flight action with a JSON body and returns the JSON answer.
-func subscriptionDoAction(managerURL, user, password, typ string, body proto.Message) ([]byte, error) {
-	addr := strings.TrimPrefix(strings.TrimPrefix(managerURL, "grpc://"), "grpc+tcp://")
-	if strings.HasPrefix(addr, "grpc+tls://") {
-		return nil, errors.New("grpc+tls:// is not supported by this command yet")
-	}
+func subscriptionDoAction(managerURL, caCert, user, password, typ string, body proto.Message) ([]byte, error) {
 	b, err := protojson.Marshal(body)
 	if err != nil {
 		return nil, err
@@ -145,12 +141,12 @@ func subscriptionDoAction(managerURL, user, password, typ string, body proto.Mes
 		basic := base64.StdEncoding.EncodeToString([]byte(user + ":" + password))
 		ctx = metadata.AppendToOutgoingContext(ctx, "authorization", "Basic "+basic)
 	}
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	c, err := dialFlight(managerURL, caCert)
 	if err != nil {
 		return nil, err
 	}
-	defer conn.Close()
-	stream, err := flight.NewFlightServiceClient(conn).DoAction(ctx, &flight.Action{Type: typ, Body: b})
+	defer c.Close()
+	stream, err := c.DoAction(ctx, &flight.Action{Type: typ, Body: b})
 	if err != nil {
 		return nil, err
 	}
