@@ -9,17 +9,24 @@ column), read a bucket's changelog (DoGet with a ChangelogTicket), read every bu
     c = SetatsClient("grpc://127.0.0.1:8815")
     print(c.list_tables("default"))
 
+    # A gateway with --users-file and TLS (README "Security"): the CA of its --tls-cert and a user.
+    c = SetatsClient("grpc+tls://gateway.example:8815", username="etl", password="etl-password",
+                     tls_ca_cert="ca.pem")
+
 Run as a script for a quick look at a gateway:
 
     python3 e2e/pyarrow_client.py --url grpc://127.0.0.1:8815 tables [DATABASE]
     python3 e2e/pyarrow_client.py --url grpc://127.0.0.1:8815 buckets DATABASE TABLE
     python3 e2e/pyarrow_client.py --url grpc://127.0.0.1:8815 changelog DATABASE TABLE [PARTITION] [BUCKET]
+    SETATS_PASSWORD=etl-password python3 e2e/pyarrow_client.py --url grpc+tls://127.0.0.1:8815 \
+        --tls-ca-cert ca.pem --username etl tables shop
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Iterable, Sequence
 
@@ -43,16 +50,36 @@ def _int(v, default: int = 0) -> int:
 class SetatsClient:
     """Talks to one Setats gateway over Arrow Flight.
 
-    url: "grpc://host:port" (the connector's manager-url). catalog: optional CatalogContext
-    fields (warehouse, catalog_type, catalog_name) sent with every request that names a table.
+    url: "grpc://host:port" or "grpc+tls://host:port" (the connector's manager-url). catalog:
+    optional CatalogContext fields (warehouse, catalog_type, catalog_name) sent with every request
+    that names a table. username, password: a user of the gateway's --users-file (the connector's
+    `username`/`password`); the client logs in once with a Flight handshake and sends the bearer
+    token it gets on every call (a token expires after the gateway's --token-ttl: make a new
+    client). tls_ca_cert: path of a PEM file with the CA of the gateway's --tls-cert (the
+    connector's `tls.ca-cert`; default: the system's roots). Wrong credentials raise
+    FlightUnauthenticatedError here.
     """
 
-    def __init__(self, url: str = "grpc://127.0.0.1:8815", catalog: dict | None = None):
+    def __init__(self, url: str = "grpc://127.0.0.1:8815", catalog: dict | None = None,
+                 username: str | None = None, password: str | None = None,
+                 tls_ca_cert: str | None = None):
         if "://" not in url:
             url = "grpc://" + url
         self.url = url
         self.catalog = catalog or {}
-        self.client = flight.FlightClient(url)
+        kwargs = {}
+        if tls_ca_cert:
+            with open(tls_ca_cert, "rb") as f:
+                kwargs["tls_root_certs"] = f.read()
+        self.client = flight.FlightClient(url, **kwargs)
+        self.options = flight.FlightCallOptions()
+        if username:
+            try:
+                token = self.client.authenticate_basic_token(username, password or "")
+            except Exception:
+                self.client.close()
+                raise
+            self.options = flight.FlightCallOptions(headers=[token])
 
     def close(self) -> None:
         self.client.close()
@@ -68,7 +95,7 @@ class SetatsClient:
     def action(self, name: str, body: dict | None = None) -> list[dict]:
         """Runs a DoAction with a JSON body; returns the JSON results (an empty result is {})."""
         out = []
-        for r in self.client.do_action(flight.Action(name, _json(body))):
+        for r in self.client.do_action(flight.Action(name, _json(body)), self.options):
             raw = r.body.to_pybytes()
             out.append(json.loads(raw) if raw.strip() else {})
         return out
@@ -144,7 +171,7 @@ class SetatsClient:
         if create_if_absent:
             cmd["createIfAbsent"] = create_if_absent
         descriptor = flight.FlightDescriptor.for_command(_json(cmd))
-        writer, acks_reader = self.client.do_put(descriptor, data.schema)
+        writer, acks_reader = self.client.do_put(descriptor, data.schema, self.options)
         acks = []
         try:
             for b in batches:
@@ -187,14 +214,14 @@ class SetatsClient:
             ticket["offset"] = str(offset)
         else:
             ticket["position"] = position
-        return self.client.do_get(flight.Ticket(_json(ticket))).read_all()
+        return self.client.do_get(flight.Ticket(_json(ticket)), self.options).read_all()
 
     def read_table_changelog(self, database: str, table: str) -> Iterable[tuple[dict, pa.Table]]:
         """Every bucket's changelog from its earliest offset, bounded: (endpoint info, table) pairs,
         through GetFlightInfo's endpoints."""
-        info = self.client.get_flight_info(flight.FlightDescriptor.for_path(database, table))
+        info = self.client.get_flight_info(flight.FlightDescriptor.for_path(database, table), self.options)
         for ep in info.endpoints:
-            reader = self.client.do_get(ep.ticket)
+            reader = self.client.do_get(ep.ticket, self.options)
             t = reader.read_all()
             meta = t.schema.metadata or {}
             yield ({"partition": meta.get(b"setats.partition", b"").decode(),
@@ -208,8 +235,8 @@ class SetatsClient:
         selects partition names ("dt=20261129")."""
         cmd = self._with_catalog({"database": database, "table": table,
                                   "snapshot": {"columns": list(columns), "partitions": list(partitions)}})
-        info = self.client.get_flight_info(flight.FlightDescriptor.for_command(_json(cmd)))
-        parts = [self.client.do_get(ep.ticket).read_all() for ep in info.endpoints]
+        info = self.client.get_flight_info(flight.FlightDescriptor.for_command(_json(cmd)), self.options)
+        parts = [self.client.do_get(ep.ticket, self.options).read_all() for ep in info.endpoints]
         if not parts:
             return info.schema.empty_table()
         return pa.concat_tables([t.replace_schema_metadata(None) for t in parts])
@@ -217,7 +244,7 @@ class SetatsClient:
     def list_flights(self, database: str = "") -> list[tuple[list[str], pa.Schema]]:
         """ListFlights: (path [db, table], table schema) per table."""
         out = []
-        for fi in self.client.list_flights(database.encode()):
+        for fi in self.client.list_flights(database.encode(), self.options):
             out.append(([p.decode() if isinstance(p, bytes) else p for p in fi.descriptor.path], fi.schema))
         return out
 
@@ -243,6 +270,12 @@ def fold(changelog: Iterable[dict], key: Sequence[str]) -> dict:
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--url", default="grpc://127.0.0.1:8815")
+    ap.add_argument("--username", default=os.environ.get("SETATS_USER"),
+                    help="a user of the gateway's --users-file (env SETATS_USER)")
+    ap.add_argument("--password", default=os.environ.get("SETATS_PASSWORD"),
+                    help="password of --username (env SETATS_PASSWORD)")
+    ap.add_argument("--tls-ca-cert", default=os.environ.get("SETATS_TLS_CA_CERT"),
+                    help="with grpc+tls://: PEM file of the CA of the gateway's --tls-cert (env SETATS_TLS_CA_CERT)")
     sub = ap.add_subparsers(dest="cmd", required=True)
     sub.add_parser("info")
     p = sub.add_parser("tables")
@@ -256,7 +289,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("partition", nargs="?", default="")
     p.add_argument("bucket", nargs="?", type=int, default=0)
     a = ap.parse_args(argv)
-    with SetatsClient(a.url) as c:
+    with SetatsClient(a.url, username=a.username, password=a.password, tls_ca_cert=a.tls_ca_cert) as c:
         if a.cmd == "info":
             print(json.dumps(c.gateway_info(), indent=2))
         elif a.cmd == "tables":

@@ -4,6 +4,7 @@ and a server certificate made here with the openssl CLI): it prints exactly what
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -83,3 +84,34 @@ def test_plaintext_and_anonymous_clients_are_refused(secure_gateway):
     tls = fl.FlightClient(gw.url.replace("grpc://", "grpc+tls://"), tls_root_certs=(d / "ca.pem").read_bytes())
     with pytest.raises(fl.FlightUnauthenticatedError, match="wrong password"):
         tls.authenticate_basic_token("etl", "not-the-password")
+
+
+def test_pyarrow_client_with_user_and_password_over_tls(secure_gateway):
+    """e2e/pyarrow_client.py, the Python example client, with the connector's three options:
+    a user and password (handshake, bearer token on every call) and the gateway's CA."""
+    import pyarrow as pa
+    import pyarrow.flight as fl
+    sys.path.insert(0, str(README.parent / "e2e"))
+    from pyarrow_client import SetatsClient
+    gw, d = secure_gateway
+    url = gw.url.replace("grpc://", "grpc+tls://")
+    ca = str(d / "ca.pem")
+    schema = pa.schema([("id", pa.int64()), ("v", pa.string())])
+    with SetatsClient(url, username="etl", password="etl-password", tls_ca_cert=ca) as c:
+        c.create_table("shop", "py_orders", [("id", "BIGINT NOT NULL"), ("v", "STRING")], ["id"], bucket_count=1)
+        assert len(c.upsert("shop", "py_orders", [{"id": 1, "v": "a"}, {"id": 2, "v": "b"}], schema)) == 1
+        assert "py_orders" in c.list_tables("shop")
+    with SetatsClient(url, username="reader", password="reader-password", tls_ca_cert=ca) as r:
+        assert r.read_changelog("shop", "py_orders").num_rows == 2
+        assert sum(t.num_rows for _, t in r.read_table_changelog("shop", "py_orders")) == 2
+        with pytest.raises(fl.FlightUnauthorizedError, match='user "reader" has no write privilege on table shop.py_orders'):
+            r.upsert("shop", "py_orders", [{"id": 3, "v": "c"}], schema)
+    with pytest.raises(fl.FlightUnauthenticatedError, match="wrong password"):
+        SetatsClient(url, username="etl", password="nope", tls_ca_cert=ca)
+    # The script, with the password from the environment.
+    out = subprocess.run([sys.executable, str(README.parent / "e2e" / "pyarrow_client.py"), "--url", url,
+                          "--tls-ca-cert", ca, "--username", "reader", "tables", "shop"],
+                         env={**os.environ, "SETATS_PASSWORD": "reader-password"},
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "py_orders" in out.stdout.split()

@@ -283,8 +283,6 @@ class SecurityITCase {
                 + "'format' = 'dts-cdc')";
     }
 
-    // First: the reader's failed sink job (order 3) can leave a writer task that does not cancel
-    // and holds the TaskManager's slots.
     @Test
     @Order(0)
     void seedDtsJobOverTlsWithGatewayUserAndConsumerGroup() throws Exception {
@@ -336,10 +334,10 @@ class SecurityITCase {
     }
 
     @Test
-    @Order(2) // before order 3, whose failed sink job can keep the slots (see order 0); after order 1 (testdb)
+    @Order(2) // after order 1, which creates testdb
     void flinkCatalogUsesTheConnectionOptions() throws Exception {
         TableEnvironment env = tableEnv();
-        env.getConfig().set("parallelism.default", "1"); // one slot: earlier jobs may still hold theirs
+        env.getConfig().set("parallelism.default", "1"); // one slot: cancelled collect jobs may still hold theirs
         env.executeSql(createCatalog("sec_admin", "etl", "etl-password"));
         env.executeSql("CREATE DATABASE sec_admin.secdb");
         env.executeSql("CREATE TABLE sec_admin.secdb.t (id INT, v STRING, PRIMARY KEY (id) NOT ENFORCED) WITH ('bucket' = '1')");

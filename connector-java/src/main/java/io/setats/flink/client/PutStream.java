@@ -157,6 +157,17 @@ public final class PutStream implements AutoCloseable {
             public void getResult() {
                 // Completion is tracked through onCompleted/onError.
             }
+
+            /**
+             * Ends Arrow's busy wait in {@code ClientStreamListener.putNext}, which loops until
+             * the call is ready or this is true: a failed call (refused, timed out, closed) is
+             * never ready again, and a cancelled Flink task (interrupted thread) must not spin
+             * there either. The batch then goes to a dead call, which drops and frees it.
+             */
+            @Override
+            public boolean isCancelled() {
+                return failure != null || Thread.currentThread().isInterrupted();
+            }
         };
     }
 

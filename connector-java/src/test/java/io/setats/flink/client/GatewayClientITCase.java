@@ -66,6 +66,11 @@ class GatewayClientITCase {
         return b.build();
     }
 
+    /** A DoPut command for testdb.table that creates it with spec when absent. */
+    private static WriteCommand createIfAbsent(String table, TableSpec spec) {
+        return WriteCommand.newBuilder().setDatabase("testdb").setTable(table).setCreateIfAbsent(spec).build();
+    }
+
     private static RowData row(RowKind kind, String id, String dt, String name, String address) {
         GenericRowData r =
                 GenericRowData.of(
@@ -141,13 +146,8 @@ class GatewayClientITCase {
         List<WriteAck> acks = Collections.synchronizedList(new ArrayList<>());
         try (GatewayClient c = GATEWAY.client();
                 RowDataArrowWriter w = new RowDataArrowWriter(SEED, c.allocator(), true)) {
-            WriteCommand cmd =
-                    WriteCommand.newBuilder()
-                            .setDatabase("testdb")
-                            .setTable(table)
-                            .setCreateIfAbsent(seedSpec(table, buckets).toBuilder()
-                                    .setMergeEngine("DEDUPLICATE"))
-                            .build();
+            WriteCommand cmd = createIfAbsent(table,
+                    seedSpec(table, buckets).toBuilder().setMergeEngine("DEDUPLICATE").build());
             PutStream ps = c.startPut(cmd, w.root(), 2, acks::add);
             for (int batch = 0; batch < 2; batch++) {
                 List<RowData> part = batch == 0 ? rows.subList(0, 40) : rows.subList(40, 42);
@@ -218,6 +218,52 @@ class GatewayClientITCase {
         }
     }
 
+    /** A test body with an open DoPut stream and the writer of its Arrow root. */
+    private interface PutBody {
+        void run(PutStream ps, RowDataArrowWriter w) throws Exception;
+    }
+
+    /**
+     * Opens a DoPut stream on testdb.table (created with the seed's layout when absent, 2
+     * buckets) whose ack timeout is ackTimeout, runs body, and closes the stream.
+     */
+    private static void withPut(String table, java.time.Duration ackTimeout, PutBody body) throws Exception {
+        try (GatewayClient c = GATEWAY.client();
+                RowDataArrowWriter w = new RowDataArrowWriter(SEED, c.allocator(), true)) {
+            PutStream ps = c.startPut(createIfAbsent(table, seedSpec(table, 2)), w.root(), 4, ackTimeout, null);
+            try {
+                body.run(ps, w);
+            } finally {
+                ps.close();
+            }
+        }
+    }
+
+    /** Sends rows prefix0..prefix(n-1) (partition 20261129) as one record batch. */
+    private static void send(PutStream ps, RowDataArrowWriter w, String prefix, int n) throws InterruptedException {
+        for (int i = 0; i < n; i++) {
+            w.write(row(RowKind.INSERT, prefix + i, "20261129", "n", "x"));
+        }
+        w.finish();
+        ps.putNext(n);
+        w.reset();
+    }
+
+    /** A test step that may throw. */
+    private interface Step {
+        void run() throws Exception;
+    }
+
+    /** Runs step while the gateway is suspended (SIGSTOP), resuming it afterwards. */
+    private static void whileSuspended(Step step) throws Exception {
+        GATEWAY.suspend();
+        try {
+            step.run();
+        } finally {
+            GATEWAY.resume();
+        }
+    }
+
     /**
      * A gateway that stops answering (SIGSTOP) after a batch was sent: the batch is not
      * acknowledged within the ack timeout, and awaitAcks fails with DEADLINE_EXCEEDED naming the
@@ -226,81 +272,38 @@ class GatewayClientITCase {
     @Test
     void unacknowledgedBatchFailsAfterAckTimeout() throws Exception {
         String table = "t_ack_timeout";
-        try (GatewayClient c = GATEWAY.client();
-                RowDataArrowWriter w = new RowDataArrowWriter(SEED, c.allocator(), true)) {
-            WriteCommand cmd =
-                    WriteCommand.newBuilder()
-                            .setDatabase("testdb")
-                            .setTable(table)
-                            .setCreateIfAbsent(seedSpec(table, 2))
-                            .build();
-            PutStream ps = c.startPut(cmd, w.root(), 4, java.time.Duration.ofSeconds(2), null);
-            try {
-                w.write(row(RowKind.INSERT, "a", "20261129", "n", "x"));
-                w.finish();
-                ps.putNext(1);
-                w.reset();
-                ps.awaitAcks(); // batch 0 is acknowledged normally
-                GATEWAY.suspend();
-                try {
-                    for (int i = 0; i < 3; i++) {
-                        w.write(row(RowKind.INSERT, "b" + i, "20261129", "n", "x"));
-                    }
-                    w.finish();
-                    ps.putNext(3);
-                    w.reset();
-                    assertThatThrownBy(ps::awaitAcks)
-                            .isInstanceOf(SetatsGatewayException.class)
-                            .hasMessageContaining("DEADLINE_EXCEEDED")
-                            .hasMessageContaining("testdb." + table)
-                            .hasMessageContaining(GATEWAY.flightAddr())
-                            .hasMessageContaining("batch 1 (3 rows)")
-                            .hasMessageContaining("setats.sink.ack-timeout");
-                    // The failure sticks: every later call throws it too.
-                    assertThatThrownBy(ps::check).hasMessageContaining("batch 1 (3 rows)");
-                } finally {
-                    GATEWAY.resume();
-                }
-            } finally {
-                ps.close();
-            }
-        }
+        withPut(table, java.time.Duration.ofSeconds(2), (ps, w) -> {
+            send(ps, w, "a", 1);
+            ps.awaitAcks(); // batch 0 is acknowledged normally
+            whileSuspended(() -> {
+                send(ps, w, "b", 3);
+                assertThatThrownBy(ps::awaitAcks)
+                        .isInstanceOf(SetatsGatewayException.class)
+                        .hasMessageContaining("DEADLINE_EXCEEDED")
+                        .hasMessageContaining("testdb." + table)
+                        .hasMessageContaining(GATEWAY.flightAddr())
+                        .hasMessageContaining("batch 1 (3 rows)")
+                        .hasMessageContaining("setats.sink.ack-timeout");
+                // The failure sticks: every later call throws it too.
+                assertThatThrownBy(ps::check).hasMessageContaining("batch 1 (3 rows)");
+            });
+        });
     }
 
     /** checkAckTimeout (the idle writer's timer) reports the timeout without anyone waiting. */
     @Test
     void checkAckTimeoutFailsAnIdleStream() throws Exception {
         String table = "t_ack_timeout_idle";
-        try (GatewayClient c = GATEWAY.client();
-                RowDataArrowWriter w = new RowDataArrowWriter(SEED, c.allocator(), true)) {
-            WriteCommand cmd =
-                    WriteCommand.newBuilder()
-                            .setDatabase("testdb")
-                            .setTable(table)
-                            .setCreateIfAbsent(seedSpec(table, 2))
-                            .build();
-            PutStream ps = c.startPut(cmd, w.root(), 4, java.time.Duration.ofSeconds(1), null);
-            try {
-                GATEWAY.suspend();
-                try {
-                    w.write(row(RowKind.INSERT, "a", "20261129", "n", "x"));
-                    w.finish();
-                    ps.putNext(1);
-                    w.reset();
-                    ps.checkAckTimeout(); // not due yet
-                    assertThat(ps.msUntilAckTimeout()).isBetween(0L, 1000L);
-                    Thread.sleep(1200);
-                    assertThatThrownBy(ps::checkAckTimeout)
-                            .isInstanceOf(SetatsGatewayException.class)
-                            .hasMessageContaining("batch 0 (1 rows)")
-                            .hasMessageContaining("DoPut testdb." + table);
-                    assertThat(ps.failed()).isTrue();
-                } finally {
-                    GATEWAY.resume();
-                }
-            } finally {
-                ps.close();
-            }
-        }
+        withPut(table, java.time.Duration.ofSeconds(1), (ps, w) -> whileSuspended(() -> {
+            send(ps, w, "a", 1);
+            ps.checkAckTimeout(); // not due yet
+            assertThat(ps.msUntilAckTimeout()).isBetween(0L, 1000L);
+            Thread.sleep(1200);
+            assertThatThrownBy(ps::checkAckTimeout)
+                    .isInstanceOf(SetatsGatewayException.class)
+                    .hasMessageContaining("batch 0 (1 rows)")
+                    .hasMessageContaining("DoPut testdb." + table);
+            assertThat(ps.failed()).isTrue();
+        }));
     }
 }
