@@ -176,3 +176,40 @@ func TestNATSCredentials(t *testing.T) {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// TestAdminExposesNoData: with a users file, the admin port answers /healthz, /readyz and
+// /metrics without credentials (SPEC section 14), serves nothing else (no pprof, no expvar, no
+// other method), and none of its answers carries a row value.
+func TestAdminExposesNoData(t *testing.T) {
+	g, _ := startAuthGateway(t, nil)
+	setupShop(t, g)
+	const secret = "row-value-only-in-the-table"
+	rec := intStrRecord(g.mem, nil, []int32{7}, []string{secret})
+	defer rec.Release()
+	if _, err := g.asUser("admin").put(writeCmd(t, &setatspb.WriteCommand{Database: "shop", Table: "orders"}), rec); err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + g.s.AdminAddr()
+	for _, path := range []string{"/healthz", "/readyz", "/metrics"} {
+		code, body := httpGet(t, base+path)
+		if code != http.StatusOK {
+			t.Errorf("GET %s without credentials: %d, want 200", path, code)
+		}
+		if strings.Contains(body, secret) {
+			t.Errorf("GET %s shows a row value: %s", path, body)
+		}
+	}
+	for _, path := range []string{"/", "/debug/pprof/", "/debug/pprof/goroutine", "/debug/vars", "/tables", "/shop/orders", "/metrics/../debug/vars"} {
+		if code, body := httpGet(t, base+path); code != http.StatusNotFound {
+			t.Errorf("GET %s: %d %q, want 404", path, code, body)
+		}
+	}
+	resp, err := http.Post(base+"/metrics", "text/plain", strings.NewReader(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("POST /metrics: %d, want 405", resp.StatusCode)
+	}
+}

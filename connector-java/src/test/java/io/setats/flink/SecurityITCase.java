@@ -9,7 +9,11 @@ import io.setats.proto.v1.BucketOffsets;
 import io.setats.proto.v1.ChannelInfo;
 import io.setats.proto.v1.CreateChannelRequest;
 import io.setats.proto.v1.CreateGroupRequest;
+import io.setats.proto.v1.Empty;
 import io.setats.proto.v1.GroupInfo;
+import io.setats.proto.v1.ProgressResponse;
+import io.setats.proto.v1.ProgressRow;
+import io.setats.proto.v1.SlotRequest;
 
 import org.apache.flink.runtime.testutils.MiniClusterResourceConfiguration;
 import org.apache.flink.table.api.EnvironmentSettings;
@@ -211,10 +215,16 @@ class SecurityITCase {
         }
     }
 
+    /**
+     * The seed's CDC job as the read-only user, with a slot (the DWS seed's least privilege: a
+     * consuming account with read rights only): the job acquires its slot and registers its
+     * checkpoint sync points with {@code read} alone; dropping the slot needs admin.
+     */
     @Test
     @Order(2)
     void seedCdcJobAsReadOnlyUser() throws Exception {
         TableEnvironment env = tableEnv();
+        env.getConfig().set("execution.checkpointing.interval", "1 s");
         env.executeSql("CREATE TABLE `demo_setats_table1_cdc` (`id` STRING, `dt` STRING, `name` STRING, `address` STRING,"
                 + " PRIMARY KEY (`id`, `dt`) NOT ENFORCED) WITH (\n"
                 + "  'connector' = 'setats-cdc',\n"
@@ -222,15 +232,45 @@ class SecurityITCase {
                 + "  'warehouse' = '" + GATEWAY.warehouse() + "',\n"
                 + "  'catalog-type' = 'hadoop', 'catalog-name' = 'setats',\n"
                 + "  'catalog-database' = 'testdb', 'catalog-table' = 'demo_setats_table1',\n"
+                + "  'slot.name' = 'reader_slot',\n"
                 + "  'bucket.discovery-interval' = '30s', 'startup.mode' = 'earliest')");
         List<String> got = new ArrayList<>();
+        SlotRequest slot = SlotRequest.newBuilder().setCatalog(GATEWAY.catalogContext())
+                .setDatabase("testdb").setTable("demo_setats_table1").setSlot("reader_slot").build();
         try (CloseableIterator<Row> it =
                 env.executeSql("SELECT `id`, `dt`, `name`, `address` FROM `demo_setats_table1_cdc`").collect()) {
             while (got.size() < ROWS && it.hasNext()) {
                 got.add(it.next().toString());
             }
+            // The reader's job registers checkpoint sync points at the end of every bucket.
+            try (GatewayClient c = client("reader", "reader-password")) {
+                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
+                List<ProgressRow> rows = checkpointRows(c, slot);
+                while (!(rows.size() > 0 && rows.stream().allMatch(r -> r.getRegistered() && r.getUnconsumed() == 0))) {
+                    assertThat(System.nanoTime()).as("sync points of reader_slot registered: %s", rows).isLessThan(deadline);
+                    Thread.sleep(200);
+                    rows = checkpointRows(c, slot);
+                }
+                assertThatThrownBy(() -> c.action("binlog-drop-slot", slot, Empty.parser()))
+                        .hasMessageContaining("PERMISSION_DENIED").hasMessageContaining("user \"reader\"")
+                        .hasMessageContaining("admin");
+            }
         }
         assertThat(got).hasSize(ROWS).allMatch(r -> r.startsWith("+I["));
+        try (GatewayClient c = client("etl", "etl-password")) {
+            c.action("binlog-drop-slot", slot, Empty.parser());
+        }
+    }
+
+    /** The checkpoint rows of a slot's binlog-progress. */
+    private static List<ProgressRow> checkpointRows(GatewayClient c, SlotRequest slot) {
+        List<ProgressRow> out = new ArrayList<>();
+        for (ProgressRow r : c.action("binlog-progress", slot, ProgressResponse.parser()).getRowsList()) {
+            if (r.getCheckpoint()) {
+                out.add(r);
+            }
+        }
+        return out;
     }
 
     @Test
