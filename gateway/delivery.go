@@ -182,22 +182,27 @@ func (b *stagingBudget) usedBytes() int64 {
 	return b.used
 }
 
-// wait returns once the staged bytes are below the limit (at once with no limit), reporting
-// whether it had to wait; ctx's error (Canceled, DeadlineExceeded) otherwise.
-func (b *stagingBudget) wait(ctx context.Context) (waited bool, err error) {
+// wait returns once the staged bytes are below the limit (at once with no limit); ctx's error
+// (Canceled, DeadlineExceeded) otherwise. onWait (may be nil) is called once, when it starts
+// waiting, so that a stalled writer shows in the metrics while it waits.
+func (b *stagingBudget) wait(ctx context.Context, onWait func()) error {
+	waited := false
 	for {
 		b.mu.Lock()
 		if b.limit <= 0 || b.used < b.limit {
 			b.mu.Unlock()
-			return waited, nil
+			return nil
 		}
 		ch := b.freed
 		b.mu.Unlock()
+		if !waited && onWait != nil {
+			onWait()
+		}
 		waited = true
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return waited, status.FromContextError(ctx.Err()).Err()
+			return status.FromContextError(ctx.Err()).Err()
 		}
 	}
 }

@@ -63,3 +63,48 @@ func TestOrphanedStagingExpiresInClosedTable(t *testing.T) {
 		t.Fatalf("staging budget used %d bytes after expiry, want 0", used)
 	}
 }
+
+// TestStagingBudgetSlowsWriters: with the staged bytes at --staging-budget-bytes, a staging
+// DoPut waits (setats_staging_budget_waits_total) instead of failing, and goes through once a
+// commit of the staged rows frees the budget (SPEC section 10).
+func TestStagingBudgetSlowsWriters(t *testing.T) {
+	g := startGateway(t, func(o *Options) { o.StagingBudgetBytes = 1 })
+	g.createTable("db", "budget", 1, idV, []string{"id"}, nil)
+	abort := &setatspb.AbortStagedResponse{}
+	g.mustAction(ActionAbortStaged, &setatspb.AbortStagedRequest{Database: "db", Table: "budget",
+		CommitUser: "job"}, abort)
+	stage := func(ckpt int64, ids []int32, vs []string) error {
+		rec := intStrRecord(g.mem, nil, ids, vs)
+		defer rec.Release()
+		_, err := g.put(writeCmd(t, &setatspb.WriteCommand{Database: "db", Table: "budget",
+			Staging: &setatspb.StagingTarget{CommitUser: "job", CheckpointId: ckpt, Epoch: abort.GetEpoch()}}), rec)
+		return err
+	}
+	if err := stage(1, []int32{1, 2}, []string{"a", "b"}); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- stage(2, []int32{3}, []string{"c"}) }()
+	for counterSum(t, g.s.metrics.delivery.budgetWaits) == 0 {
+		select {
+		case err := <-done:
+			t.Fatalf("staging over a full budget returned (%v) instead of waiting", err)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("staging over a full budget returned (%v) before a commit freed it", err)
+	default:
+	}
+	g.mustAction(ActionCommitStaged, &setatspb.CommitStagedRequest{Database: "db", Table: "budget",
+		CommitUser: "job", CheckpointId: 1}, &setatspb.CommitStagedResponse{})
+	if err := <-done; err != nil {
+		t.Fatalf("staging after the commit freed the budget: %v", err)
+	}
+	g.mustAction(ActionCommitStaged, &setatspb.CommitStagedRequest{Database: "db", Table: "budget",
+		CommitUser: "job", CheckpointId: 2}, &setatspb.CommitStagedResponse{})
+	if used := g.s.budget.usedBytes(); used != 0 {
+		t.Fatalf("staging budget used %d bytes after every commit, want 0", used)
+	}
+}

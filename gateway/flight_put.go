@@ -136,11 +136,7 @@ apply:
 		}
 		if a.rows > 0 || dm.writer != "" || dm.staging != nil {
 			if dm.staging != nil {
-				waited, err := s.budget.wait(ctx)
-				if waited {
-					s.metrics.delivery.budgetWaits.Inc()
-				}
-				if err != nil {
+				if err := s.budget.wait(ctx, s.metrics.delivery.budgetWaits.Inc); err != nil {
 					s.limits.put.release(a.bytes)
 					failure = s.putFailed(label, seq, batchError(err, codes.Canceled, label, seq))
 					break
