@@ -8,6 +8,8 @@ import io.setats.flink.testutils.ChangelogReader.ChangelogRow;
 import io.setats.proto.v1.BucketOffsets;
 
 import org.apache.flink.api.common.functions.MapFunction;
+import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.databind.JsonNode;
+import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.databind.ObjectMapper;
 import org.apache.flink.connector.base.DeliveryGuarantee;
 import org.apache.flink.streaming.api.functions.source.SourceFunction;
 import org.apache.flink.runtime.testutils.MiniClusterResourceConfiguration;
@@ -27,6 +29,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 
 import java.io.IOException;
 import java.nio.file.Files;
+import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -37,18 +40,30 @@ import java.util.Map;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * Throughput of the sink: a Flink job (parallelism 2) writing upserts of the seed's shape (id, dt,
- * name, address; PK (id, dt); PARTITIONED BY dt; 10 buckets; PARTIAL_UPDATE) through a real
- * gateway, at-least-once and exactly-once (1 s checkpoints) in the same run, with the gateway's CPU
- * time of each; then write-to-visible latency with exactly-once at 1 s and 10 s checkpoints and
- * at-least-once (SPEC section 10). Not part of {@code mvn verify}; run with
+ * Throughput and latency of the sink (issue 9 and issue 12 item 3), against a real gateway on a
+ * MiniCluster, all in one run. Not part of {@code mvn verify}; run with
  *
  * <pre>
- * mvn -f connector-java/pom.xml test -Dtest=SetatsSinkBenchmark -Dsetats.bench.rows=1000000
+ * make build-gateway && go build -o bin/setats-loadgen ./e2e/cmd/setats-loadgen
+ * mvn -f connector-java/pom.xml verify -Dtest=none -Dsurefire.failIfNoSpecifiedTests=false \
+ *     -Dit.test=SetatsSinkBenchmark [-Dsetats.bench.rows=1000000] [-Dsetats.bench.runs=3] \
+ *     [-Dsetats.bench.jfr=/tmp/sink.jfr]
  * </pre>
  *
- * It prints rows/s measured from job submission until the job finished (end of input waits for
- * every WriteAck, so all rows are durable at that point).
+ * <p>Workload: the seeds' table shape ({@code id, dt, name, address} STRING, primary key {@code
+ * (id, dt)}, partitioned by {@code dt}) with the shape of the Go load generator ({@code
+ * e2e/cmd/setats-loadgen}): 4 {@code dt} values, 4 buckets, DEDUPLICATE, {@code rows} writes of
+ * which 20% update a key written before; sink parallelism 2, 1 s checkpoints.
+ *
+ * <p>Per run, alternating the order: at-least-once, exactly-once (rows/s from job submission
+ * until the job finished; end of input waits for every WriteAck, and for exactly-once the last
+ * commit, so every row is durable and visible then; gateway CPU seconds from {@code
+ * /proc/<pid>/stat}), then the load generator's own DoPut ingest of the same rows (its phase (a):
+ * 2 DoPut streams of 4096-row batches, records built before the clock starts, its own gateway
+ * process). Then write-to-visible latency (a row's emission time to its arrival at a changelog
+ * reader polling every 50 ms) for exactly-once with 1 s and 10 s checkpoints and for
+ * at-least-once. Prints {@code figure <name> ... ratio=R} lines (medians of the runs) with the
+ * load average; {@code -Dsetats.bench.jfr} records a JFR profile of the first at-least-once run.
  */
 class SetatsSinkBenchmark {
 
@@ -62,6 +77,10 @@ class SetatsSinkBenchmark {
                             .setNumberSlotsPerTaskManager(2)
                             .build());
 
+    private static final int PARTITIONS = 4;
+    private static final int BUCKETS = 4;
+    private static final int UPDATE_PCT = 20;
+
     private static final RowType SEED =
             RowType.of(
                     new LogicalType[] {
@@ -72,7 +91,10 @@ class SetatsSinkBenchmark {
                     },
                     new String[] {"id", "dt", "name", "address"});
 
-    /** Row i: key i % keys (so each key is written rows/keys times), two dt values. */
+    /**
+     * Row i: the insert of key i while i < keys, else an update of key i - keys; dt is one of
+     * {@link #PARTITIONS} values by key.
+     */
     static final class SeedRows implements MapFunction<Long, RowData> {
         private final long keys;
 
@@ -82,11 +104,11 @@ class SetatsSinkBenchmark {
 
         @Override
         public RowData map(Long i) {
-            long k = i % keys;
+            long k = i < keys ? i : (i - keys) % keys;
             GenericRowData r =
                     GenericRowData.of(
-                            StringData.fromString(Long.toString(k)),
-                            StringData.fromString(k % 2 == 0 ? "20261128" : "20261129"),
+                            StringData.fromString("id-" + k),
+                            StringData.fromString("2026112" + (k % PARTITIONS)),
                             StringData.fromString(Long.toString(i % 99991 + 10000, 36)),
                             StringData.fromString("addr-" + Long.toHexString(i * 0x9E3779B97F4A7C15L)));
             r.setRowKind(i < keys ? RowKind.INSERT : RowKind.UPDATE_AFTER);
@@ -95,30 +117,114 @@ class SetatsSinkBenchmark {
     }
 
     @Test
-    void upsertThroughput() throws Exception {
+    void sinkBenchmark() throws Exception {
         long rows = Long.getLong("setats.bench.rows", 1_000_000L);
-        long keys = Math.max(1, rows / 4);
+        int runs = Integer.getInteger("setats.bench.runs", 3);
+        long keys = rows * (100 - UPDATE_PCT) / 100;
+        String jfr = System.getProperty("setats.bench.jfr");
+        List<Double> alo = new ArrayList<>(), eo = new ArrayList<>(), doput = new ArrayList<>();
+        List<Double> aloCpu = new ArrayList<>(), eoCpu = new ArrayList<>(), doputCpu = new ArrayList<>();
         String load0 = loadAverage();
-        double[] alo = throughput("seed_upserts_alo", DeliveryGuarantee.AT_LEAST_ONCE, rows, keys);
-        double[] eo = throughput("seed_upserts_eo", DeliveryGuarantee.EXACTLY_ONCE, rows, keys);
+        for (int run = 0; run < runs; run++) {
+            for (int step = 0; step < 2; step++) {
+                boolean exactly = (run + step) % 2 == 1;
+                DeliveryGuarantee g = exactly ? DeliveryGuarantee.EXACTLY_ONCE : DeliveryGuarantee.AT_LEAST_ONCE;
+                String table = (exactly ? "seed_eo_" : "seed_alo_") + run;
+                AutoCloseable recording = run == 0 && !exactly && jfr != null ? startJfr() : null;
+                double[] r = throughput(table, g, rows, keys);
+                if (recording != null) {
+                    stopJfr(recording, jfr);
+                }
+                (exactly ? eo : alo).add(r[0]);
+                (exactly ? eoCpu : aloCpu).add(r[1]);
+            }
+            double[] d = loadGenerator(keys);
+            doput.add(d[0]);
+            doputCpu.add(d[1]);
+        }
+        String load1 = loadAverage();
+        double aloM = median(alo), eoM = median(eo), doputM = median(doput);
+        double aloC = median(aloCpu), eoC = median(eoCpu), doputC = median(doputCpu);
+        String load = String.format("runs=%d rows=%d load_average_start=\"%s\" load_average_end=\"%s\"", runs, rows, load0, load1);
+        System.out.printf("figure eo-vs-alo-rows-per-s alo=%.0f eo=%.0f ratio=%.2f %s%n", aloM, eoM, eoM / aloM, load);
+        System.out.printf("figure eo-vs-alo-gateway-cpu-s alo=%.2f eo=%.2f ratio=%.2f %s%n", aloC, eoC, eoC / aloC, load);
         System.out.printf(
-                "SETATS-BENCH throughput rows=%d parallelism=2 at-least-once %.0f rows/s gateway_cpu_s=%.1f;"
-                        + " exactly-once %.0f rows/s gateway_cpu_s=%.1f; ratio eo/alo rows/s=%.2f"
-                        + " cpu/row eo/alo=%.2f; load average before %s, after %s%n",
-                rows, alo[0], alo[1], eo[0], eo[1], eo[0] / alo[0],
-                (eo[1] / rows) / (alo[1] / rows), load0, loadAverage());
+                "figure sink-vs-doput-rows-per-s sink_alo=%.0f sink_eo=%.0f doput=%.0f ratio=%.2f ratio_eo=%.2f %s%n",
+                aloM, eoM, doputM, aloM / doputM, eoM / doputM, load);
+        System.out.printf(
+                "figure sink-vs-doput-gateway-cpu-s sink_alo=%.2f doput=%.2f ratio=%.2f %s%n", aloC, doputC, aloC / doputC, load);
+        System.out.printf("runs alo=%s eo=%s doput=%s alo_cpu=%s eo_cpu=%s doput_cpu=%s%n", alo, eo, doput, aloCpu, eoCpu, doputCpu);
+
         long seconds = Long.getLong("setats.bench.latency-seconds", 30L);
         for (long ckpt : new long[] {1_000, 10_000}) {
             double[] l = latency("latency_eo_" + ckpt, DeliveryGuarantee.EXACTLY_ONCE, ckpt, seconds);
             System.out.printf(
-                    "SETATS-BENCH write-to-visible exactly-once checkpoint=%d ms: p50=%.0f ms p99=%.0f ms"
-                            + " max=%.0f ms (%d rows); load average %s%n",
-                    ckpt, l[0], l[1], l[2], (long) l[3], loadAverage());
+                    "figure write-to-visible-eo-%ds p50_ms=%.0f p99_ms=%.0f max_ms=%.0f rows=%d checkpoint_ms=%d ratio=%.2f load_average=\"%s\"%n",
+                    ckpt / 1000, l[0], l[1], l[2], (long) l[3], ckpt, l[0] / ckpt, loadAverage());
         }
         double[] l = latency("latency_alo", DeliveryGuarantee.AT_LEAST_ONCE, 1_000, seconds);
         System.out.printf(
-                "SETATS-BENCH write-to-visible at-least-once (flush 200 ms): p50=%.0f ms p99=%.0f ms max=%.0f ms (%d rows)%n",
-                l[0], l[1], l[2], (long) l[3]);
+                "figure write-to-visible-alo p50_ms=%.0f p99_ms=%.0f max_ms=%.0f rows=%d checkpoint_ms=1000 ratio=%.2f load_average=\"%s\"%n",
+                l[0], l[1], l[2], (long) l[3], l[0] / 1000, loadAverage());
+    }
+
+    private static double median(List<Double> v) {
+        List<Double> s = new ArrayList<>(v);
+        Collections.sort(s);
+        int n = s.size();
+        return n % 2 == 1 ? s.get(n / 2) : (s.get(n / 2 - 1) + s.get(n / 2)) / 2;
+    }
+
+    /** A JFR recording with the "profile" settings (execution samples every 10-20 ms). */
+    private static AutoCloseable startJfr() throws Exception {
+        jdk.jfr.Recording r = new jdk.jfr.Recording(jdk.jfr.Configuration.getConfiguration("profile"));
+        r.start();
+        return r;
+    }
+
+    private static void stopJfr(AutoCloseable recording, String path) throws Exception {
+        jdk.jfr.Recording r = (jdk.jfr.Recording) recording;
+        r.stop();
+        r.dump(Paths.get(path));
+        r.close();
+        System.out.println("JFR recording of the first at-least-once run: " + path);
+    }
+
+    /**
+     * The Go load generator's DoPut ingest of the same shape against its own gateway: rows/s and
+     * the gateway's CPU seconds of its phase (a). The binary is {@code setats.bench.loadgen}
+     * (default {@code ../bin/setats-loadgen}, built with {@code go build} when missing).
+     */
+    private double[] loadGenerator(long keys) throws Exception {
+        Path bin = Paths.get(System.getProperty("setats.bench.loadgen", "../bin/setats-loadgen")).toAbsolutePath();
+        Path gateway = Paths.get(System.getProperty(SetatsGatewayProcess.BINARY_PROPERTY, "../bin/setats")).toAbsolutePath();
+        if (!Files.isExecutable(bin)) {
+            run(new ProcessBuilder("go", "build", "-o", bin.toString(), "./e2e/cmd/setats-loadgen")
+                    .directory(gateway.getParent().getParent().toFile()));
+        }
+        Path json = Files.createTempFile("setats-loadgen", ".json");
+        try {
+            run(new ProcessBuilder(
+                    bin.toString(), "-bin", gateway.toString(), "-keys", Long.toString(keys),
+                    "-update-pct", Integer.toString(UPDATE_PCT), "-partitions", Integer.toString(PARTITIONS),
+                    "-buckets", Integer.toString(BUCKETS), "-writers", "2", "-skip-raw",
+                    "-latency-duration", "1s", "-json", json.toString()));
+            JsonNode r = new ObjectMapper().readTree(json.toFile());
+            double rate = r.get("IngestRowsPerSec").asDouble();
+            double cpu = r.get("IngestCPU").asLong() / 1e9;
+            System.out.printf("SETATS-BENCH load generator DoPut rows=%d rows_per_s=%.0f gateway_cpu_s=%.2f%n",
+                    r.get("Writes").asLong(), rate, cpu);
+            return new double[] {rate, cpu};
+        } finally {
+            Files.deleteIfExists(json);
+        }
+    }
+
+    private static void run(ProcessBuilder pb) throws Exception {
+        Process p = pb.redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.INHERIT).start();
+        if (p.waitFor() != 0) {
+            throw new IOException(pb.command() + " exited with " + p.exitValue());
+        }
     }
 
     private SetatsSinkBuilder<RowData> sink(String table, DeliveryGuarantee g) {
@@ -132,9 +238,8 @@ class SetatsSinkBenchmark {
                 .setRowType(SEED)
                 .setPrimaryKey("id", "dt")
                 .setPartitionKeys("dt")
-                .setBucket(10)
-                .setBucketKey("id")
-                .setMergeEngine(MergeEngine.PARTIAL_UPDATE)
+                .setBucket(BUCKETS)
+                .setMergeEngine(MergeEngine.DEDUPLICATE)
                 .setDeliveryGuarantee(g);
     }
 
@@ -158,8 +263,8 @@ class SetatsSinkBenchmark {
                 changelog += b.getEndOffset();
             }
             System.out.printf(
-                    "SETATS-BENCH %s rows=%d keys=%d seconds=%.2f rows_per_s=%.0f changelog_rows=%d gateway_cpu_s=%.1f%n",
-                    g, rows, keys, seconds, rows / seconds, changelog, cpu);
+                    "SETATS-BENCH %s %s rows=%d keys=%d seconds=%.2f rows_per_s=%.0f changelog_rows=%d gateway_cpu_s=%.2f load_average=\"%s\"%n",
+                    g, table, rows, keys, seconds, rows / seconds, changelog, cpu, loadAverage());
             assertThat(changelog).isGreaterThanOrEqualTo(keys);
         }
         return new double[] {rows / seconds, cpu};

@@ -181,17 +181,21 @@ public final class SetatsSinkWriter<IN>
     }
 
     /**
-     * Exactly-once start: takes the commit user from the restored state (else the sink's), and
-     * drops what was staged after the restored checkpoint for this subtask and for restored
-     * subtasks no current writer owns.
+     * Exactly-once start: stages under the sink's commit user (the same for every writer subtask
+     * of the job, kept across failovers; a job rebuilt for a savepoint restore has a new one) and
+     * drops what was staged after the restored checkpoint: for this subtask, and for every
+     * restored (commit user, subtask) that no current writer stages for, i.e. of another commit
+     * user (a savepoint restore) or of a subtask beyond the parallelism (a rescale).
+     *
+     * <p>Why not the restored state's commit user: after a rescale a writer may receive another
+     * subtask's state or none at all (Flink splits the writers' list states round robin), so
+     * writers taking the user from their state would stage under different users, and a writer
+     * could not know whether another one stages for a restored (user, subtask): it would either
+     * leave its staged rows behind or abort them under a running writer, fencing it off.
      */
     private void startStaging(
             Collection<SetatsWriterState> restored, long restoredCheckpoint, int parallelism) {
-        commitUser = sink.commitUser();
-        for (SetatsWriterState s : restored) {
-            commitUser = s.commitUser();
-            break;
-        }
+        commitUser = stagingCommitUser(restored, sink.commitUser());
         // A table the sink creates must exist before abort-staged names it.
         if (!client.getTable(sink.database(), sink.table()).isPresent()) {
             client.createTable(sink.createIfAbsentSpec(layout), true, true);
@@ -206,17 +210,14 @@ public final class SetatsSinkWriter<IN>
                                 restoredCheckpoint,
                                 timeoutMs)
                         .getEpoch();
-        for (SetatsWriterState s : restored) {
-            boolean owned = s.commitUser().equals(commitUser) && s.subtask() < parallelism;
-            if (!owned) {
-                client.abortStaged(
-                        sink.database(),
-                        sink.table(),
-                        s.commitUser(),
-                        s.subtask(),
-                        restoredCheckpoint,
-                        timeoutMs);
-            }
+        for (SetatsWriterState s : abandonedStagings(restored, commitUser, parallelism)) {
+            client.abortStaged(
+                    sink.database(),
+                    sink.table(),
+                    s.commitUser(),
+                    s.subtask(),
+                    restoredCheckpoint,
+                    timeoutMs);
         }
         stagingCheckpoint = restoredCheckpoint + 1;
         LOG.info(
@@ -225,6 +226,32 @@ public final class SetatsSinkWriter<IN>
                 commitUser,
                 restoredCheckpoint,
                 epoch);
+    }
+
+    /**
+     * The commit user a writer stages under: the sink's ({@code sinkCommitUser}), whatever it
+     * restored (see {@link #startStaging}).
+     */
+    static String stagingCommitUser(Collection<SetatsWriterState> restored, String sinkCommitUser) {
+        return sinkCommitUser;
+    }
+
+    /**
+     * The restored stagings no writer of the current job stages for, which the writer that
+     * received their state must drop: another commit user's (a job rebuilt for a savepoint
+     * restore), or a subtask at or beyond {@code parallelism} (a rescale down). Every writer
+     * stages under {@code commitUser} for its own subtask, so a restored (commitUser, i) with i
+     * below the parallelism is writer i's, which drops its rows of uncompleted checkpoints itself.
+     */
+    static List<SetatsWriterState> abandonedStagings(
+            Collection<SetatsWriterState> restored, String commitUser, int parallelism) {
+        List<SetatsWriterState> out = new ArrayList<>();
+        for (SetatsWriterState s : restored) {
+            if (!s.commitUser().equals(commitUser) || s.subtask() >= parallelism) {
+                out.add(s);
+            }
+        }
+        return out;
     }
 
     @Override
