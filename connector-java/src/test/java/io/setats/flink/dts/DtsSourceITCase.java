@@ -100,6 +100,35 @@ class DtsSourceITCase {
         }
     }
 
+    /**
+     * The seed's WATERMARK on the TIMESTAMP(3) metadata column drives event time: a tumbling
+     * window over the first transaction's rows closes once a transaction committed 8 s later moves
+     * the watermark (its source time minus 5 s) past the window's end, and the later window stays
+     * open. The sleep only makes the later source commit time; nothing waits for the result.
+     */
+    @Test
+    void watermarkOnMetadataColumn(@InjectMiniCluster MiniCluster cluster) throws Exception {
+        PG.sql("CREATE TABLE shop.events (id int PRIMARY KEY, v int); ALTER TABLE shop.events REPLICA IDENTITY FULL");
+        try (GatewayClient c = GATEWAY.client()) {
+            c.action("subscription-create", CreateChannelRequest.newBuilder().setChannel("events").setSourceUrl(PG.url())
+                    .addTables("shop.events").build(), ChannelInfo.parser());
+            c.action("subscription-create-group", CreateGroupRequest.newBuilder().setChannel("events").setGroup("g_wm")
+                    .setUser("u_g_wm").setPassword("pw").build(), GroupInfo.parser());
+        }
+        PG.sql("INSERT INTO shop.events VALUES (1, 10), (2, 20)");
+        Thread.sleep(8000);
+        PG.sql("INSERT INTO shop.events VALUES (3, 30)");
+        StreamTableEnvironment t = tableEnv(cluster);
+        t.executeSql("create table `w` (`ts` TIMESTAMP(3) METADATA FROM 'timestamp', `id` bigint, `v` bigint,"
+                + " WATERMARK FOR ts AS ts - INTERVAL '5' SECOND) with ('connector' = 'dts', 'dts.server' = '" + GATEWAY.managerUrl() + "',"
+                + " 'topic' = 'events', 'dts.sid' = 'g_wm', 'dts.user' = 'u_g_wm', 'dts.password' = 'pw', 'dts.checkpoint' = '0',"
+                + " 'dts-cdc.table.name' = 'shop.events', 'format' = 'dts-cdc')");
+        try (CloseableIterator<Row> it = t.executeSql(
+                "SELECT COUNT(*) AS cnt, SUM(v) AS total FROM w GROUP BY TUMBLE(ts, INTERVAL '2' SECOND)").collect()) {
+            assertThat(take(it, 1)).containsExactly("+I[2, 30]");
+        }
+    }
+
     /** Beyond the seed: a comma list / regex of tables with the table metadata column. */
     @Test
     void multiTable(@InjectMiniCluster MiniCluster cluster) throws Exception {

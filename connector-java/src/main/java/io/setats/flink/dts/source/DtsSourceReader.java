@@ -1,9 +1,7 @@
 package io.setats.flink.dts.source;
 
-import io.setats.flink.client.GatewayClient;
 import io.setats.flink.dts.DtsConfig;
 import io.setats.proto.v1.CommitRequest;
-import io.setats.proto.v1.Empty;
 
 import org.apache.flink.api.connector.source.SourceReaderContext;
 import org.apache.flink.configuration.Configuration;
@@ -19,18 +17,20 @@ import java.util.TreeMap;
 /**
  * DtsSourceReader reads the channel's split; its state is the next id after the last emitted
  * record. When a checkpoint completes ({@code notifyCheckpointComplete}) the position that
- * checkpoint holds is committed as the consumer group's position (SPEC section 11).
+ * checkpoint holds is committed as the consumer group's position (SPEC section 11), on the
+ * {@link DtsGroupCommitter}'s thread: the task thread does not wait for the gateway.
  */
 public final class DtsSourceReader<T> extends SingleThreadMultiplexSourceReaderBase<DtsFetched, T, DtsSplit, DtsSplitState> {
     private static final Logger LOG = LoggerFactory.getLogger(DtsSourceReader.class);
 
     private final DtsConfig config;
     private final TreeMap<Long, DtsSplit> pendingCommits = new TreeMap<>();
-    private GatewayClient committer;
+    private final DtsGroupCommitter committer;
 
     DtsSourceReader(DtsConfig config, RecordEmitter<DtsFetched, T, DtsSplitState> emitter, Configuration conf, SourceReaderContext context) {
         super(() -> new DtsSplitReader(config, context.getIndexOfSubtask()), emitter, conf, context);
         this.config = config;
+        this.committer = new DtsGroupCommitter(config);
     }
 
     @Override
@@ -66,26 +66,15 @@ public final class DtsSourceReader<T> extends SingleThreadMultiplexSourceReaderB
         }
         DtsSplit s = e.getValue();
         pendingCommits.headMap(checkpointId, true).clear();
-        if (committer == null) {
-            committer = config.connect();
-        }
-        try {
-            committer.action("subscription-commit", CommitRequest.newBuilder()
-                    .setChannel(config.topic()).setCredentials(config.credentials())
-                    .setNextId(s.nextId()).setCheckpoint(s.lastCheckpoint()).setClusterId(s.clusterId()).build(),
-                    Empty.parser());
-            LOG.debug("{}: committed next id {} at checkpoint {}", config, s.nextId(), checkpointId);
-        } catch (RuntimeException ex) {
-            // The next completed checkpoint commits again; the Flink checkpoint itself is intact.
-            LOG.warn("{}: committing the group position {} failed: {}", config, s.nextId(), ex.getMessage());
-        }
+        committer.commit(CommitRequest.newBuilder()
+                .setChannel(config.topic()).setCredentials(config.credentials())
+                .setNextId(s.nextId()).setCheckpoint(s.lastCheckpoint()).setClusterId(s.clusterId()).build());
+        LOG.debug("{}: committing next id {} of checkpoint {}", config, s.nextId(), checkpointId);
     }
 
     @Override
     public void close() throws Exception {
         super.close();
-        if (committer != null) {
-            committer.close();
-        }
+        committer.close();
     }
 }
