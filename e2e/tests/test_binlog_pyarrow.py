@@ -4,12 +4,24 @@ plain pyarrow.flight with JSON bodies, against a real gateway (SPEC section 8)."
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.flight as fl
 
 DB = "binlog_py"
 SCHEMA = pa.schema([pa.field("c1", pa.int32(), nullable=False), ("c2", pa.int32()), ("c3", pa.int32())])
+
+
+PROTO_README = Path(__file__).resolve().parents[2] / "proto" / "README.md"
+
+
+def readme_snippet() -> str:
+    """The python block after "pyarrow, listing slots and reading progress" in proto/README.md."""
+    text = PROTO_README.read_text()
+    section = text[text.index("pyarrow, listing slots and reading progress"):]
+    return re.search(r"```python\n(.*?)```", section, re.S).group(1)
 
 
 def act(c: fl.FlightClient, name: str, body: dict) -> dict:
@@ -28,10 +40,12 @@ def test_slots_and_progress_from_pyarrow(client, gateway):
     act(c, "binlog-register-sync-point", {**table, "slot": "slot1", "owner": "py-job", "checkpoint": True,
                                           "points": [{"bucket": 0, "offset": 1}]})
 
-    # The README's snippet, as is.
-    body = json.dumps({"database": DB, "table": "orders_source"}).encode()
-    slots = json.loads(next(c.do_action(fl.Action("binlog-slots", body))).body.to_pybytes())["slots"]
-    rows = json.loads(next(c.do_action(fl.Action("binlog-progress", body))).body.to_pybytes())["rows"]
+    # proto/README.md's snippet as written there (only the address and the database differ).
+    snippet = readme_snippet().replace("grpc://localhost:8815", gateway.url).replace('"shop"', f'"{DB}"')
+    scope: dict = {}
+    exec(compile(snippet, "proto/README.md", "exec"), scope)
+    slots, rows = scope["slots"], scope["rows"]
+    scope["c"].close()
 
     assert [s["name"] for s in slots] == ["slot1"]
     assert slots[0]["owner"] == "py-job" and slots[0]["buckets"][0]["checkpointOffset"] == "1"

@@ -61,7 +61,9 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 @Timeout(value = 300, unit = TimeUnit.SECONDS)
 class SetatsInitialITCase {
 
-    @RegisterExtension static final SetatsGatewayProcess GATEWAY = new SetatsGatewayProcess();
+    /** Retention runs every 100 ms, for the table whose changelog.retention.ms removes rows. */
+    @RegisterExtension
+    static final SetatsGatewayProcess GATEWAY = new SetatsGatewayProcess("--retention-interval", "100ms");
 
     @RegisterExtension
     static final MiniClusterExtension MINI_CLUSTER =
@@ -262,14 +264,7 @@ class SetatsInitialITCase {
         put("s8", Arrays.asList(insert(1, "a"), insert(2, "b"), insert(3, "c")));
         String checkpoint = checkpointAndCancel(cluster, "s8", StartupMode.INITIAL, checkpoints, 3, 2);
 
-        StreamExecutionEnvironment second = env(cluster, 1, checkpoint, false);
-        try (CloseableIterator<String> it2 =
-                second.fromSource(source("s8", StartupMode.INITIAL), WatermarkStrategy.noWatermarks(), "s8")
-                        .uid("setats-s8")
-                        // two maps: not the first job's topology, so the collect sink's state is not restored
-                        .map(s -> s).returns(Types.STRING).map(s -> s).returns(Types.STRING).collectAsync()) {
-            second.executeAsync("s8 restored");
-            awaitOpenChangelogStreams(GATEWAY, 2);
+        try (CloseableIterator<String> it2 = restoreAsInitial(cluster, "s8", checkpoint, 2)) {
             put("s8", Collections.singletonList(insert(9, "new")));
             assertThat(take(it2, 1)).containsExactly("+I[9, new]");
         }
@@ -287,18 +282,61 @@ class SetatsInitialITCase {
         String checkpoint = checkpointAndCancel(cluster, "s9", StartupMode.LATEST, checkpoints, 0, 1);
         put("s9", Collections.singletonList(insert(2, "between")));
 
-        StreamExecutionEnvironment second = env(cluster, 1, checkpoint, false);
-        try (CloseableIterator<String> it2 =
-                second.fromSource(source("s9", StartupMode.INITIAL), WatermarkStrategy.noWatermarks(), "s9")
-                        .uid("setats-s9")
-                        // two maps: not the first job's topology, so the collect sink's state is not restored
-                        .map(s -> s).returns(Types.STRING).map(s -> s).returns(Types.STRING).collectAsync()) {
-            second.executeAsync("s9 restored as initial");
-            awaitOpenChangelogStreams(GATEWAY, 1);
+        try (CloseableIterator<String> it2 = restoreAsInitial(cluster, "s9", checkpoint, 1)) {
             put("s9", Collections.singletonList(insert(3, "new")));
             // One bucket: a snapshot would start with +I[1, old] (and +I[2, between] as a snapshot row).
             assertThat(take(it2, 2)).containsExactly("+I[2, between]", "+I[3, new]");
         }
+    }
+
+    /**
+     * A bucket found after the start of an 'initial' job whose first changelog rows were already
+     * removed (changelog.retention.ms, here while the job was stopped) is read through its
+     * snapshot: its merged rows as +I, then its changelog. Reading it from its first retained row
+     * would miss them (SPEC section 9: full + incremental for every bucket).
+     */
+    @Test
+    void aBucketFoundAfterTheStartWithRemovedRowsIsReadThroughItsSnapshot(
+            @InjectMiniCluster MiniCluster cluster, @TempDir Path checkpoints) throws Exception {
+        createTable("nb", 2, Collections.singletonMap("changelog.retention.ms", "1000"));
+        int old = SourceTestTables.intKeysInBucket(KV, "id", 2, 0, 0, 1).get(0);
+        List<Integer> late = SourceTestTables.intKeysInBucket(KV, "id", 2, 1, 0, 3);
+        put("nb", Collections.singletonList(insert(old, "old")));
+        // Bucket 0 only: the first job snapshots it and follows its changelog; bucket 1 does not exist.
+        String checkpoint = checkpointAndCancel(cluster, "nb", StartupMode.INITIAL, checkpoints, 1, 1);
+        put("nb", Arrays.asList(insert(late.get(0), "a"), insert(late.get(1), "b")));
+        put("nb", Collections.singletonList(insert(late.get(0), "a2")));
+        try (GatewayClient c = GATEWAY.client()) {
+            long deadline = System.currentTimeMillis() + BinlogJobs.DEADLINE_S * 1000;
+            while (c.listBuckets(DB, "nb").getBucketsList().stream()
+                    .noneMatch(b -> b.getBucket() == 1 && b.getStartOffset() == b.getEndOffset() && b.getEndOffset() > 0)) {
+                assertThat(System.currentTimeMillis()).as("retention removed bucket 1's rows").isLessThan(deadline);
+                Thread.sleep(100);
+            }
+        }
+        try (CloseableIterator<String> it2 = restoreAsInitial(cluster, "nb", checkpoint, 2)) {
+            put("nb", Collections.singletonList(insert(late.get(2), "c")));
+            assertThat(take(it2, 3)).containsExactly(
+                    "+I[" + late.get(0) + ", a2]", "+I[" + late.get(1) + ", b]", "+I[" + late.get(2) + ", c]");
+        }
+    }
+
+    /**
+     * Starts a job on {@code table} with startup.mode initial, restored from {@code checkpoint}
+     * (the first job's source uid), and returns its output once {@code streams} changelog
+     * streams are open.
+     */
+    private static CloseableIterator<String> restoreAsInitial(
+            MiniCluster cluster, String table, String checkpoint, int streams) throws Exception {
+        StreamExecutionEnvironment second = env(cluster, 1, checkpoint, false);
+        CloseableIterator<String> it =
+                second.fromSource(source(table, StartupMode.INITIAL), WatermarkStrategy.noWatermarks(), table)
+                        .uid("setats-" + table)
+                        // two maps: not the first job's topology, so the collect sink's state is not restored
+                        .map(s -> s).returns(Types.STRING).map(s -> s).returns(Types.STRING).collectAsync();
+        second.executeAsync(table + " restored as initial");
+        awaitOpenChangelogStreams(GATEWAY, streams);
+        return it;
     }
 
     /**

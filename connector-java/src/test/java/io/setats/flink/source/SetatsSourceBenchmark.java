@@ -58,6 +58,7 @@ import static io.setats.flink.source.SourceTestTables.write;
  *       (parallelism 2, startup earliest) reading the same rows, rows/s from its first row until
  *       the last went through the job (and incl. job start). Prints the ratio and the load average
  *       per round.
+ *   <li>initial versus earliest: {@link #initialVersusEarliest} (default 1M rows).
  *   <li>latency: with a 'latest' job running, 50 single-row writes one after another; for each, the
  *       time from the DoPut call until the row went through the job (write, durable commit, push
  *       over the open DoGet stream, conversion, emit). Prints median and max.
@@ -110,26 +111,59 @@ class SetatsSourceBenchmark {
         int rows = Integer.getInteger("setats.bench.rows", 200_000);
         int rounds = Integer.getInteger("setats.bench.rounds", 2);
         try (GatewayClient c = GATEWAY.client()) {
-            create(c, spec("bench", "tp", SEED, Arrays.asList("id", "dt"), Collections.emptyList(), 4, Collections.emptyMap()));
-            long w0 = System.nanoTime();
-            for (int from = 0; from < rows; from += 10_000) {
-                List<RowData> batch = new ArrayList<>();
-                for (int i = from; i < Math.min(rows, from + 10_000); i++) {
-                    batch.add(insert("id" + i, "20261129", "name" + i, "address of " + i));
-                }
-                write(c, "bench", "tp", SEED, batch);
-            }
-            System.out.printf("BENCH write %d rows: %.1f s%n", rows, (System.nanoTime() - w0) / 1e9);
+            writeRows(c, "tp", rows);
             // Alternate raw DoGet and Flink reads of the same rows in this JVM; ratio per round.
             for (int round = 0; round < rounds; round++) {
                 double raw = rawDoGet(c, "tp", rows);
-                double[] flink = flinkRead("tp", rows);
+                double[] flink = flinkRead("tp", StartupMode.EARLIEST, rows);
                 System.out.printf(
                         "BENCH round %d: raw DoGet %.0f rows/s, setats-cdc %.0f rows/s (first->last row; "
                                 + "%.0f rows/s incl. job start), ratio %.3f, load %s%n",
                         round, raw, flink[0], flink[1], flink[0] / raw, loadAverage());
             }
         }
+    }
+
+    /**
+     * startup.mode initial (the merged rows through snapshot DoGets, then the changelog) against
+     * earliest (the changelog from offset 0) on one table of {@code setats.bench.rows} rows
+     * (default 1M; one upsert per key, so both read as many rows), in turns: earliest, initial,
+     * {@code setats.bench.rounds} times. Prints both rates (first to last row, and incl. job
+     * start), the ratio initial/earliest per round (>= 1: the snapshot is at least as fast) and
+     * the load average. Run it alone with {@code -Dtest=SetatsSourceBenchmark#initialVersusEarliest}.
+     */
+    @Test
+    void initialVersusEarliest() throws Exception {
+        int rows = Integer.getInteger("setats.bench.rows", 1_000_000);
+        int rounds = Integer.getInteger("setats.bench.rounds", 2);
+        try (GatewayClient c = GATEWAY.client()) {
+            writeRows(c, "ie", rows);
+        }
+        for (int round = 0; round < rounds; round++) {
+            String load0 = loadAverage();
+            double[] earliest = flinkRead("ie", StartupMode.EARLIEST, rows);
+            double[] initial = flinkRead("ie", StartupMode.INITIAL, rows);
+            System.out.printf(
+                    "BENCH round %d, %d rows (parallelism 2, 4 buckets): earliest %.0f rows/s (%.0f incl. job start), "
+                            + "initial %.0f rows/s (%.0f incl. job start), initial/earliest %.2f (%.2f incl. start); "
+                            + "load before %s, after %s%n",
+                    round, rows, earliest[0], earliest[1], initial[0], initial[1], initial[0] / earliest[0],
+                    initial[1] / earliest[1], load0, loadAverage());
+        }
+    }
+
+    /** Creates bench.{table} (the seed's shape, 4 buckets) and writes {@code rows} upserts. */
+    private static void writeRows(GatewayClient c, String table, int rows) throws Exception {
+        create(c, spec("bench", table, SEED, Arrays.asList("id", "dt"), Collections.emptyList(), 4, Collections.emptyMap()));
+        long w0 = System.nanoTime();
+        for (int from = 0; from < rows; from += 10_000) {
+            List<RowData> batch = new ArrayList<>();
+            for (int i = from; i < Math.min(rows, from + 10_000); i++) {
+                batch.add(insert("id" + i, "20261129", "name" + i, "address of " + i));
+            }
+            write(c, "bench", table, SEED, batch);
+        }
+        System.out.printf("BENCH write %d rows: %.1f s%n", rows, (System.nanoTime() - w0) / 1e9);
     }
 
     /**
@@ -178,13 +212,13 @@ class SetatsSourceBenchmark {
         return rows / s;
     }
 
-    /** Reads the table from the start through setats-cdc; {rows/s first->last row, rows/s incl. start}. */
-    private static double[] flinkRead(String table, int rows) throws Exception {
+    /** Reads the table through setats-cdc from {@code mode}; {rows/s first->last row, rows/s incl. start}. */
+    private static double[] flinkRead(String table, StartupMode mode, int rows) throws Exception {
         COUNT.set(0);
         FIRST_NANOS.set(0);
         StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
         env.setParallelism(2);
-        env.fromSource(source(table, StartupMode.EARLIEST), WatermarkStrategy.noWatermarks(), table)
+        env.fromSource(source(table, mode), WatermarkStrategy.noWatermarks(), table)
                 .map(r -> {
                     if (COUNT.incrementAndGet() == 1) {
                         FIRST_NANOS.set(System.nanoTime());
@@ -203,6 +237,7 @@ class SetatsSourceBenchmark {
         }
         long t1 = System.nanoTime();
         job.cancel().get();
+        awaitOpenChangelogStreams(GATEWAY, 0);
         return new double[] {rows / ((t1 - FIRST_NANOS.get()) / 1e9), rows / ((t1 - t0) / 1e9)};
     }
 

@@ -69,7 +69,10 @@ import java.util.TreeSet;
  *       NEW_BUCKET (kept open on its own thread and reopened after failures; without it discovery
  *       still runs on the interval). A bucket found after start reads from its earliest retained
  *       offset (from the timestamp in from-timestamp mode), so a new partition's first rows are not
- *       lost (read-case R3).
+ *       lost (read-case R3); every row of such a bucket is after the start, so under {@code
+ *       initial} its changelog from offset 0 is its snapshot plus incremental. Under {@code
+ *       initial} a bucket found with rows already removed (start offset &gt; 0: retention or
+ *       consume-then-clean ran before it was found) starts with its snapshot phase instead.
  *   <li>Splits go to readers as {@link SplitOwners#ownerOf} says, as soon as that reader is
  *       registered; the state ({@link SetatsEnumeratorState}) is the set of assigned buckets and
  *       the pending splits with their resolved positions.
@@ -347,12 +350,18 @@ public final class SetatsSourceEnumerator
             if (assigned.contains(tb) || pending.containsKey(tb)) {
                 continue;
             }
-            // A bucket that appeared after start: read it from its first retained row.
-            SetatsSplit split =
-                    config.startupMode() == StartupMode.FROM_TIMESTAMP
-                            ? SetatsSplit.atTimestamp(
-                                    tb, b.getStartOffset(), config.startupTimestampMs(), tableId)
-                            : SetatsSplit.atOffset(tb, b.getStartOffset(), tableId);
+            // A bucket that appeared after start: read it from its first retained row. Under
+            // 'initial', when rows below its start offset were removed (retention or
+            // consume-then-clean) before it was found, its changelog alone misses them: read it
+            // through its snapshot, then the changelog from the view's end offset (SPEC section 9).
+            SetatsSplit split;
+            if (config.startupMode() == StartupMode.INITIAL && b.getStartOffset() > 0) {
+                split = SetatsSplit.inSnapshot(tb, SnapshotPosition.start(), tableId);
+            } else if (config.startupMode() == StartupMode.FROM_TIMESTAMP) {
+                split = SetatsSplit.atTimestamp(tb, b.getStartOffset(), config.startupTimestampMs(), tableId);
+            } else {
+                split = SetatsSplit.atOffset(tb, b.getStartOffset(), tableId);
+            }
             found.add(split);
             pending.put(tb, split);
         }
