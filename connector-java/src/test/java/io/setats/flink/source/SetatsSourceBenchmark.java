@@ -135,11 +135,10 @@ class SetatsSourceBenchmark {
     @Test
     void initialVersusEarliest() throws Exception {
         int rows = Integer.getInteger("setats.bench.rows", 1_000_000);
-        int rounds = Integer.getInteger("setats.bench.rounds", 2);
         try (GatewayClient c = GATEWAY.client()) {
             writeRows(c, "ie", rows);
         }
-        for (int round = 0; round < rounds; round++) {
+        for (int round = 0; round < Integer.getInteger("setats.bench.rounds", 2); round++) {
             String load0 = loadAverage();
             double[] earliest = flinkRead("ie", StartupMode.EARLIEST, rows);
             double[] initial = flinkRead("ie", StartupMode.INITIAL, rows);
