@@ -52,11 +52,13 @@ type Engine interface {
 	// When the merge result equals old (RowEqual) nothing is emitted and next is old itself.
 	// UpdateBefore input is ignored (next = old, nothing emitted).
 	//
-	// Ownership: Merge never modifies old or in. A new next is freshly allocated and shares no
-	// memory with in: []byte and string values taken from in are copied, so the caller may reuse
-	// in and the memory its values point into (e.g. an Arrow record batch) after the call. next
-	// may share values with old. The Row of a +I/+U change is next itself; the Row of a -U/-D
-	// change is old itself.
+	// Ownership: Merge never modifies old or in. A new next is freshly allocated (the Row slice)
+	// and shares no mutable memory with in: []byte values taken from in are copied, so the caller
+	// may reuse in and its byte slices after the call. string values are shared, not copied (Go
+	// strings are immutable): a caller must not pass strings that alias memory it reuses, such as
+	// arrow-go's String.Value over a record it releases (row.Decode copies them out). next may
+	// share values with old. The Row of a +I/+U change is next itself; the Row of a -U/-D change
+	// is old itself.
 	//
 	// Errors are ErrInvalid errors: rows of mismatched length, a kind outside
 	// 0..3, and a delete on a PARTIAL_UPDATE table that has neither ignore-delete nor

@@ -135,6 +135,13 @@ func TestMergeOwnership(t *testing.T) {
 		if err != nil || len(out2) != 0 || &next2[0] != &old[0] {
 			t.Errorf("%s: unchanged update: next %p old %p out %v err %v", name, next2, old, out2, err)
 		}
+		// A new row of strings costs one allocation, its Row: the strings (owned by the
+		// caller, immutable) are shared, neither copied nor boxed again.
+		strs := Row{int32(2), nil, strings.Repeat("v", 64)}
+		chs := make([]Change, 0, 2)
+		if allocs := testing.AllocsPerRun(100, func() { _, _, _ = e.Merge(chs[:0], nil, Insert, strs, nil) }); allocs != 1 {
+			t.Errorf("%s: insert of a string row allocates %v times, want 1 (the Row)", name, allocs)
+		}
 		same := Row{int32(1), []byte("payload"), "s"}
 		allocs := testing.AllocsPerRun(100, func() {
 			_, _, _ = e.Merge(nil, old, UpdateAfter, same, nil)

@@ -1,9 +1,6 @@
 package merge
 
-import (
-	"bytes"
-	"strings"
-)
+import "bytes"
 
 // upsert folds an insert/update-after row into old. keepStoredOnNull selects PARTIAL_UPDATE
 // semantics (a written null keeps the stored value) over DEDUPLICATE (a written null overwrites).
@@ -37,7 +34,7 @@ func upsert(dst []Change, old Row, in Row, declared []bool, keepStoredOnNull boo
 		case old != nil && ValueEqual(in[i], old[i]):
 			next[i] = old[i] // same value: share the stored one, no copy
 		default:
-			next[i] = cloneValue(in[i])
+			next[i] = cloneBytes(in[i])
 		}
 	}
 	if old == nil {
@@ -54,17 +51,14 @@ func remove(dst []Change, old Row) (Row, []Change) {
 	return nil, append(dst, Change{Kind: Delete, Row: old})
 }
 
-// cloneValue copies the values that may point into caller memory ([]byte, and strings, which
-// Arrow readers may hand out without copying).
-func cloneValue(v any) any {
-	switch x := v.(type) {
-	case []byte:
-		if x == nil {
-			return x
-		}
+// cloneBytes copies a []byte value, the one value type whose memory a caller may reuse. Every
+// other value, strings included, is returned as it is (no copy, no new interface box): Go strings
+// are immutable, and the store's rows own theirs (row.Decode copies each string column out of the
+// Arrow record once, rowcodec.DecodeValue copies out of Pebble). Copying every written string
+// again here was ~9% of the gateway's ingest CPU (docs/PERF-NOTES.md, Gateway).
+func cloneBytes(v any) any {
+	if x, ok := v.([]byte); ok && x != nil {
 		return bytes.Clone(x)
-	case string:
-		return strings.Clone(x)
 	}
 	return v
 }

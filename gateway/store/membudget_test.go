@@ -27,7 +27,7 @@ func TestKeyIndexBudget(t *testing.T) {
 	state := func(st *Table) (disabled bool, keys int) {
 		st.keys.mu.RLock()
 		defer st.keys.mu.RUnlock()
-		return st.keys.disabled, len(st.keys.set)
+		return st.keys.disabled, st.keys.set.len()
 	}
 	a, b := open("a"), open("b")
 	mustWrite(t, a, kvBatch(ids(80), "a"))

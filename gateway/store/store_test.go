@@ -546,7 +546,7 @@ func TestKeyIndex(t *testing.T) {
 			defer st.Close()
 			<-st.keysBuilt
 			st.keys.mu.RLock()
-			ready, disabled, n := st.keys.ready, st.keys.disabled, len(st.keys.set)
+			ready, disabled, n := st.keys.ready, st.keys.disabled, st.keys.set.len()
 			st.keys.mu.RUnlock()
 			if maxKeys >= 0 && (!ready || disabled || n != 25) {
 				t.Fatalf("index ready=%v disabled=%v keys=%d after the build", ready, disabled, n)
