@@ -240,6 +240,7 @@ public final class BenchFlink {
     private JsonNode runLoadgen(int run) throws Exception {
         Path d = Files.createDirectories(dir.resolve("loadgen-" + run));
         Path out = d.resolve("loadgen.json");
+        Files.createDirectories(d.resolve("work")); // setats-loadgen -workdir must exist
         List<String> cmd = Arrays.asList(prop("bench.loadgen"), "-bin", prop("bench.gateway"), "-keys", Long.toString(keys),
                 "-skip-raw", "-latency-duration", "2s", "-workdir", d.resolve("work").toString(), "-json", out.toString());
         log("run %d: setats-loadgen (gateway DoPut / DoGet)", run);
