@@ -191,10 +191,10 @@ class SetatsReadBenchmark {
                             ? ", 'lookup.cache' = 'PARTIAL', 'lookup.partial-cache.max-rows' = '100000',"
                                     + " 'lookup.partial-cache.expire-after-write' = '10min'"
                             : "") + ")");
-            s.executeSql("CREATE TABLE out (k BIGINT, v BIGINT) WITH ('connector' = 'blackhole')");
+            s.executeSql("CREATE TABLE bench_out (k BIGINT, v BIGINT) WITH ('connector' = 'blackhole')");
             l0 = load();
             t0 = System.nanoTime();
-            s.executeSql("INSERT INTO out SELECT p.k, d.v FROM probe AS p"
+            s.executeSql("INSERT INTO bench_out SELECT p.k, d.v FROM probe AS p"
                     + " JOIN dim FOR SYSTEM_TIME AS OF p.proc AS d ON p.k = d.id").await();
             double sec = (System.nanoTime() - t0) / 1e9;
             perS[cached] = probes / sec;
