@@ -82,7 +82,7 @@ test-go:
 	$(call say,"go build / vet / test ./...")
 	$(GO) build ./...
 	$(GO) vet ./...
-	@log=$$(mktemp); rc=0; $(GO) test -count=1 ./... 2>&1 | tee "$$log" || rc=$$?; \
+	@log=$$(mktemp); rc=0; $(GO) test -count=1 -timeout 30m ./... 2>&1 | tee "$$log" || rc=$$?; \
 	awk '/^ok /{ok++} /^FAIL\t/{f++} /no test files/{n++} END{printf "go test: %d packages ok, %d failed, %d without tests\n", ok, f, n}' "$$log"; \
 	rm -f "$$log"; exit $$rc
 
