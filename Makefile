@@ -38,7 +38,7 @@ help:
 
 # Installs what the tests need and a machine lacks; quick when everything is there.
 deps:
-	$(call say,"deps: Debian packages (PostgreSQL 15, pgbench)")
+	$(call say,"deps: Debian packages (PostgreSQL 15, pgbench, MariaDB, promtool)")
 	@bash .ci/install-debian.sh
 	$(call say,"deps: Python packages (e2e/requirements.txt)")
 	@if $(PYTHON) -c 'import pyarrow, pytest, yaml, duckdb, chdb' 2>/dev/null; then echo "python: pyarrow, pytest, PyYAML present"; \
