@@ -37,7 +37,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 
 import static io.setats.flink.source.SetatsCdcSourceITCase.assertEveryOffsetOnce;
-import static io.setats.flink.source.SetatsCdcSourceITCase.take;
+import static io.setats.flink.source.BinlogJobs.take;
 import static io.setats.flink.source.SourceTestTables.create;
 import static io.setats.flink.source.SourceTestTables.insert;
 import static io.setats.flink.source.SourceTestTables.row;

@@ -11,16 +11,12 @@ import io.setats.proto.v1.WriteAck;
 import org.apache.flink.api.common.JobStatus;
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.api.common.typeinfo.Types;
-import org.apache.flink.configuration.Configuration;
-import org.apache.flink.configuration.RestartStrategyOptions;
 import org.apache.flink.core.execution.JobClient;
 import org.apache.flink.core.execution.SavepointFormatType;
-import org.apache.flink.runtime.jobgraph.SavepointConfigOptions;
 import org.apache.flink.runtime.minicluster.MiniCluster;
 import org.apache.flink.runtime.testutils.MiniClusterResourceConfiguration;
 import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
-import org.apache.flink.streaming.util.TestStreamEnvironment;
 import org.apache.flink.table.api.DataTypes;
 import org.apache.flink.table.data.RowData;
 import org.apache.flink.table.types.logical.RowType;
@@ -49,6 +45,8 @@ import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
 
+import static io.setats.flink.source.BinlogJobs.take;
+import static io.setats.flink.source.SourceTestTables.KV;
 import static io.setats.flink.source.SourceTestTables.awaitOpenChangelogStreams;
 import static io.setats.flink.source.SourceTestTables.create;
 import static io.setats.flink.source.SourceTestTables.insert;
@@ -80,14 +78,6 @@ class SetatsCdcSourceITCase {
                             .build());
 
     private static final String DB = "cdcdb";
-
-    /** id INT, v STRING; primary key id. */
-    private static final RowType KV =
-            (RowType)
-                    DataTypes.ROW(
-                                    DataTypes.FIELD("id", DataTypes.INT().notNull()),
-                                    DataTypes.FIELD("v", DataTypes.STRING()))
-                            .getLogicalType();
 
     /** id INT, v INT; primary key id (read-case R5). */
     static final RowType KI =
@@ -137,56 +127,8 @@ class SetatsCdcSourceITCase {
     }
 
     private static StreamExecutionEnvironment env(MiniCluster cluster, int parallelism, @Nullable String savepoint) {
-        return env(cluster, parallelism, savepoint, true);
+        return BinlogJobs.env(cluster, parallelism, savepoint, true);
     }
-
-    private static StreamExecutionEnvironment env(
-            MiniCluster cluster, int parallelism, @Nullable String savepoint, boolean restart) {
-        Configuration conf = new Configuration();
-        if (restart) {
-            conf.set(RestartStrategyOptions.RESTART_STRATEGY, "fixed-delay");
-            conf.set(RestartStrategyOptions.RESTART_STRATEGY_FIXED_DELAY_ATTEMPTS, 1000);
-            conf.set(RestartStrategyOptions.RESTART_STRATEGY_FIXED_DELAY_DELAY, Duration.ofMillis(200));
-        } else {
-            conf.set(RestartStrategyOptions.RESTART_STRATEGY, "none");
-        }
-        if (savepoint != null) {
-            conf.set(SavepointConfigOptions.SAVEPOINT_PATH, savepoint);
-            conf.set(SavepointConfigOptions.SAVEPOINT_IGNORE_UNCLAIMED_STATE, true);
-        }
-        return new TestStreamEnvironment(cluster, conf, parallelism, Collections.emptyList(), Collections.emptyList());
-    }
-
-    /**
-     * Takes up to n rows. Flink's collect iterator swallows the interrupt of JUnit's @Timeout, so a
-     * watchdog closes the iterator after TAKE_DEADLINE_S: a missing row fails the test (fewer rows
-     * or an exception) instead of hanging the build.
-     */
-    static <T> List<T> take(CloseableIterator<T> it, int n) {
-        List<T> out = new ArrayList<>();
-        java.util.concurrent.ScheduledExecutorService watchdog =
-                java.util.concurrent.Executors.newSingleThreadScheduledExecutor();
-        watchdog.schedule(
-                () -> {
-                    try {
-                        it.close();
-                    } catch (Exception ignored) {
-                        // closing is best effort: the caller's assertion reports the missing rows
-                    }
-                },
-                TAKE_DEADLINE_S,
-                TimeUnit.SECONDS);
-        try {
-            while (out.size() < n && it.hasNext()) {
-                out.add(it.next());
-            }
-        } finally {
-            watchdog.shutdownNow();
-        }
-        return out;
-    }
-
-    private static final long TAKE_DEADLINE_S = 120;
 
     private static WriteAck put(String table, RowType type, RowData... rows) throws InterruptedException {
         try (GatewayClient c = GATEWAY.client()) {
@@ -428,7 +370,7 @@ class SetatsCdcSourceITCase {
         }
         assertThat(start).as("retention removed offsets 0 and 1").isEqualTo(2);
 
-        StreamExecutionEnvironment second = env(cluster, 1, savepoint, false);
+        StreamExecutionEnvironment second = BinlogJobs.env(cluster, 1, savepoint, false);
         second.fromSource(src, WatermarkStrategy.noWatermarks(), "r6").uid("setats-r6")
                 .map(s -> s).returns(Types.STRING)
                 .sinkTo(new org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink<>());

@@ -13,7 +13,6 @@ import org.apache.flink.core.execution.JobClient;
 import org.apache.flink.runtime.minicluster.MiniCluster;
 import org.apache.flink.runtime.testutils.MiniClusterResourceConfiguration;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
-import org.apache.flink.table.api.DataTypes;
 import org.apache.flink.table.data.RowData;
 import org.apache.flink.table.types.logical.RowType;
 import org.apache.flink.test.junit5.InjectMiniCluster;
@@ -42,6 +41,7 @@ import static io.setats.flink.source.BinlogJobs.env;
 import static io.setats.flink.source.BinlogJobs.fold;
 import static io.setats.flink.source.BinlogJobs.take;
 import static io.setats.flink.source.BinlogJobs.takeUntil;
+import static io.setats.flink.source.SourceTestTables.KV;
 import static io.setats.flink.source.SourceTestTables.awaitOpenChangelogStreams;
 import static io.setats.flink.source.SourceTestTables.create;
 import static io.setats.flink.source.SourceTestTables.insert;
@@ -74,14 +74,6 @@ class SetatsInitialITCase {
                             .build());
 
     private static final String DB = "initdb";
-
-    /** id INT, v STRING; primary key id. */
-    private static final RowType KV =
-            (RowType)
-                    DataTypes.ROW(
-                                    DataTypes.FIELD("id", DataTypes.INT().notNull()),
-                                    DataTypes.FIELD("v", DataTypes.STRING()))
-                            .getLogicalType();
 
     private static void createTable(String table, int buckets, Map<String, String> options) {
         try (GatewayClient c = GATEWAY.client()) {

@@ -50,6 +50,7 @@ import static io.setats.flink.source.BinlogJobs.awaitTerminal;
 import static io.setats.flink.source.BinlogJobs.env;
 import static io.setats.flink.source.BinlogJobs.progress;
 import static io.setats.flink.source.BinlogJobs.take;
+import static io.setats.flink.source.SourceTestTables.KV;
 import static io.setats.flink.source.SourceTestTables.awaitOpenChangelogStreams;
 import static io.setats.flink.source.SourceTestTables.create;
 import static io.setats.flink.source.SourceTestTables.insert;
@@ -83,14 +84,6 @@ class SetatsSlotITCase {
                             .build());
 
     private static final String DB = "slotdb";
-
-    /** id INT, v STRING; primary key id. */
-    private static final RowType KV =
-            (RowType)
-                    DataTypes.ROW(
-                                    DataTypes.FIELD("id", DataTypes.INT().notNull()),
-                                    DataTypes.FIELD("v", DataTypes.STRING()))
-                            .getLogicalType();
 
     private static void createTable(String table, int buckets, Map<String, String> options) {
         try (GatewayClient c = GATEWAY.client()) {

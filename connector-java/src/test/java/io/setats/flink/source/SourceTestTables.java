@@ -14,6 +14,7 @@ import io.setats.proto.v1.TableSpec;
 import io.setats.proto.v1.WriteAck;
 import io.setats.proto.v1.WriteCommand;
 
+import org.apache.flink.table.api.DataTypes;
 import org.apache.flink.table.data.GenericRowData;
 import org.apache.flink.table.data.RowData;
 import org.apache.flink.table.data.StringData;
@@ -39,6 +40,14 @@ import java.util.Map;
 public final class SourceTestTables {
 
     private SourceTestTables() {}
+
+    /** id INT, v STRING; primary key id: the key-value table of the source and binlog ITCases. */
+    public static final RowType KV =
+            (RowType)
+                    DataTypes.ROW(
+                                    DataTypes.FIELD("id", DataTypes.INT().notNull()),
+                                    DataTypes.FIELD("v", DataTypes.STRING()))
+                            .getLogicalType();
 
     /** A table spec whose columns are {@code type}'s (NOT NULL as declared). */
     public static TableSpec spec(
