@@ -3,6 +3,8 @@ package io.setats.flink.utils;
 import org.apache.flink.table.data.DecimalData;
 import org.apache.flink.table.data.RowData;
 import org.apache.flink.table.data.TimestampData;
+import org.apache.flink.table.data.binary.BinaryStringData;
+import org.apache.flink.core.memory.MemorySegment;
 import org.apache.flink.table.types.logical.DecimalType;
 import org.apache.flink.table.types.logical.LocalZonedTimestampType;
 import org.apache.flink.table.types.logical.LogicalType;
@@ -250,6 +252,16 @@ public final class RowDataArrowWriter implements AutoCloseable {
                 {
                     VarCharVector v = (VarCharVector) vector;
                     return (i, o) -> {
+                        if (o instanceof BinaryStringData) {
+                            // The UTF-8 bytes where they are (a deserialized row's segment), not a copy.
+                            BinaryStringData s = (BinaryStringData) o;
+                            MemorySegment[] segs = s.getSegments();
+                            if (segs.length == 1 && !segs[0].isOffHeap()) {
+                                int n = s.getSizeInBytes();
+                                v.setSafe(i, segs[0].getArray(), s.getOffset(), n);
+                                return n;
+                            }
+                        }
                         byte[] b = ((org.apache.flink.table.data.StringData) o).toBytes();
                         v.setSafe(i, b);
                         return b.length;

@@ -266,6 +266,9 @@ class SetatsSinkBenchmark {
                     "SETATS-BENCH %s %s rows=%d keys=%d seconds=%.2f rows_per_s=%.0f changelog_rows=%d gateway_cpu_s=%.2f load_average=\"%s\"%n",
                     g, table, rows, keys, seconds, rows / seconds, changelog, cpu, loadAverage());
             assertThat(changelog).isGreaterThanOrEqualTo(keys);
+            double batches = GATEWAY.tableMetric("setats_write_batches_total", "bench", table);
+            System.out.printf(
+                    "SETATS-BENCH %s DoPut batches=%.0f rows_per_batch=%.0f%n", table, batches, rows / Math.max(1, batches));
         }
         return new double[] {rows / seconds, cpu};
     }

@@ -40,10 +40,6 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashMap;
@@ -53,8 +49,6 @@ import java.util.Random;
 import java.util.TreeMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -510,22 +504,7 @@ class SetatsSinkExactlyOnceITCase {
 
     /** A Prometheus counter of the gateway for one table (0 when absent). */
     private static long metric(String name, String t) throws Exception {
-        HttpResponse<String> res =
-                HttpClient.newHttpClient()
-                        .send(
-                                HttpRequest.newBuilder(
-                                                URI.create("http://" + GATEWAY.adminAddr() + "/metrics"))
-                                        .build(),
-                                HttpResponse.BodyHandlers.ofString());
-        Matcher m =
-                Pattern.compile(
-                                "(?m)^"
-                                        + Pattern.quote(name)
-                                        + "\\{table=\""
-                                        + Pattern.quote(DB + "." + t)
-                                        + "\"\\} ([0-9.e+]+)$")
-                        .matcher(res.body());
-        return m.find() ? (long) Double.parseDouble(m.group(1)) : 0;
+        return (long) GATEWAY.tableMetric(name, DB, t);
     }
 
     // --------------------------------------------------------------------------------------------

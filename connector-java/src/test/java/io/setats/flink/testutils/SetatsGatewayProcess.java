@@ -257,6 +257,29 @@ public final class SetatsGatewayProcess
         return adminAddr;
     }
 
+    /**
+     * The value of a Prometheus series of this gateway with the single label {@code
+     * table="<database>.<table>"} (0 when absent).
+     */
+    public double tableMetric(String name, String database, String table) throws Exception {
+        java.net.http.HttpResponse<String> res =
+                java.net.http.HttpClient.newHttpClient()
+                        .send(
+                                java.net.http.HttpRequest.newBuilder(
+                                                java.net.URI.create("http://" + adminAddr + "/metrics"))
+                                        .build(),
+                                java.net.http.HttpResponse.BodyHandlers.ofString());
+        java.util.regex.Matcher m =
+                java.util.regex.Pattern.compile(
+                                "(?m)^"
+                                        + java.util.regex.Pattern.quote(name)
+                                        + "\\{table=\""
+                                        + java.util.regex.Pattern.quote(database + "." + table)
+                                        + "\"\\} ([0-9.e+]+)$")
+                        .matcher(res.body());
+        return m.find() ? Double.parseDouble(m.group(1)) : 0;
+    }
+
     public String natsUrl() {
         return natsUrl;
     }

@@ -336,14 +336,31 @@ public final class SetatsSinkWriter<IN>
         long bytes = batch.estimatedBytes();
         int rows = batch.rowCount();
         Sent s = new Sent(nextSequence++, new VectorUnloader(batch.root()).getRecordBatch());
-        batch.reset();
         unacked.addLast(s);
         if (exactlyOnce) {
             stagedRows += rows;
         }
         numBytesSend.inc(bytes);
-        if (!ensureStream()) { // a new stream resent every unacknowledged batch, s included
-            transmitOrReconnect(s);
+        if (stream != null && !stream.failed()) {
+            // The root holds exactly s's rows: put it as it is (no reload of the kept batch).
+            SetatsGatewayException failed = null;
+            try {
+                stream.putNext(rows);
+            } catch (SetatsGatewayException e) {
+                failed = e;
+            } finally {
+                batch.reset();
+            }
+            if (failed != null) {
+                if (!failed.isRetryable()) {
+                    throw failed;
+                }
+                abandonStream();
+                ensureStream(); // resends s with the other unacknowledged batches
+            }
+        } else {
+            batch.reset();
+            ensureStream(); // a new stream resends every unacknowledged batch, s included
         }
         scheduleAckCheck();
     }
@@ -385,18 +402,6 @@ public final class SetatsSinkWriter<IN>
             stream.putNext(s.data.getLength());
         } finally {
             batch.reset();
-        }
-    }
-
-    private void transmitOrReconnect(Sent s) throws InterruptedException {
-        try {
-            transmit(s);
-        } catch (SetatsGatewayException e) {
-            if (!e.isRetryable()) {
-                throw e;
-            }
-            abandonStream();
-            ensureStream(); // resends s with the others
         }
     }
 
