@@ -31,6 +31,9 @@ const MaxLookupKeys = 4096
 // a request whose keys match more is ResourceExhausted, so one answer's memory stays bounded.
 const MaxLookupRows = 1 << 16
 
+// errLookupRows: a prefix lookup request matched more than MaxLookupRows rows.
+var errLookupRows = errors.New("lookup rows cap")
+
 // DoExchange serves point reads by primary key (SPEC section 13, proto LookupCommand): the first
 // message's descriptor is a CMD holding a LookupCommand, and its schema the table's primary-key
 // columns (by name, table types). Each record batch the client sends (at most MaxLookupKeys rows;
@@ -150,10 +153,21 @@ func (f *flightService) DoExchange(stream flight.FlightService_DoExchangeServer)
 					return nil
 				}
 				if prefix {
-					return v.GetPrefix(keys, MaxLookupRows-len(hits), add)
+					if err := v.GetPrefix(keys, MaxLookupRows-len(hits), add); errors.Is(err, store.ErrResourceExhausted) {
+						return errLookupRows
+					} else if err != nil {
+						return err
+					}
+					return nil
 				}
 				return v.Get(keys, add)
 			})
+			if errors.Is(err, errLookupRows) {
+				// The cap is per request, over all its buckets: name it and the request, not
+				// what was left of it in this bucket.
+				return status.Errorf(codes.ResourceExhausted, "table %s: lookup request %d: its %d keys match more than %d rows, the most one answer holds; send fewer keys per request",
+					ot.label, req, rec.NumRows(), MaxLookupRows)
+			}
 			if err != nil {
 				return wrapStatus(err, "%s: lookup", bucketName(ot.label, id))
 			}

@@ -22,14 +22,16 @@ type tdef struct {
 	name     string
 	cols     []Col // table columns in order; Key marks primary-key columns
 	partKeys []string
-	buckets  int32
-	engine   string // DEDUPLICATE or PARTIAL_UPDATE
-	options  map[string]string
+	// bucketKey: the table's bucket key (empty: the default, primary key minus partition keys).
+	bucketKey []string
+	buckets   int32
+	engine    string // DEDUPLICATE or PARTIAL_UPDATE
+	options   map[string]string
 }
 
 func (t *tdef) spec(db string) *setatspb.TableSpec {
 	s := &setatspb.TableSpec{Database: db, Table: t.name, PartitionKeys: t.partKeys, BucketCount: t.buckets,
-		MergeEngine: t.engine, Options: t.options}
+		MergeEngine: t.engine, Options: t.options, BucketKey: t.bucketKey}
 	for _, c := range t.cols {
 		s.Columns = append(s.Columns, &setatspb.Column{Name: c.Name, Type: c.Type, NotNull: c.Key})
 		if c.Key {
@@ -58,9 +60,16 @@ func (t *tdef) pkIdx() []int {
 	return out
 }
 
-// bucketKeyIdx is the default bucket key: primary key minus partition keys, in primary-key order.
+// bucketKeyIdx is the bucket key's columns: the declared bucket key, else the default (primary
+// key minus partition keys, in primary-key order).
 func (t *tdef) bucketKeyIdx() []int {
 	var out []int
+	if len(t.bucketKey) > 0 {
+		for _, n := range t.bucketKey {
+			out = append(out, t.colIndex(n))
+		}
+		return out
+	}
 	for _, i := range t.pkIdx() {
 		if !slices.Contains(t.partKeys, t.cols[i].Name) {
 			out = append(out, i)
