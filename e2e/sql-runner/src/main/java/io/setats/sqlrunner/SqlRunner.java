@@ -225,6 +225,15 @@ public final class SqlRunner {
 
         Configuration conf = new Configuration();
         flinkConf.forEach(conf::setString);
+        // Flink fixes the runtime mode when the table environment is created (a later change is
+        // refused): the SETs before the first other statement go into its configuration, so a
+        // file may start with SET 'execution.runtime-mode' = 'batch' as in Flink's SQL client.
+        for (SqlScript.Statement s : statements) {
+            if (s.kind() != SqlScript.Kind.SET) {
+                break;
+            }
+            conf.setString(s.key(), s.value());
+        }
         TableEnvironment tEnv = TableEnvironment.create(
                 EnvironmentSettings.newInstance().inStreamingMode().withConfiguration(conf).build());
         log("running " + file + ": " + statements.size() + " statements");

@@ -77,6 +77,21 @@ class SqlRunnerTest {
         assertEquals(List.of("+I[1, a]", "+I[2, b]"), lines);
     }
 
+    /** A file that starts with SET 'execution.runtime-mode' = 'batch' runs in batch mode: an
+     * aggregate prints its final row only (streaming would print its retractions). */
+    @Test
+    void leadingRuntimeModeSetRunsInBatchMode() throws Exception {
+        List<String> lines = run("""
+                SET 'execution.runtime-mode' = 'batch';
+                SET 'parallelism.default' = '1';
+                CREATE TABLE src (id BIGINT) WITH (
+                  'connector' = 'datagen', 'number-of-rows' = '3',
+                  'fields.id.kind' = 'sequence', 'fields.id.start' = '1', 'fields.id.end' = '3');
+                SELECT COUNT(*) FROM src;
+                """);
+        assertEquals(List.of("+I[3]"), lines);
+    }
+
     @Test
     void badStatementFailsNamingTheLine() throws Exception {
         Path f = dir.resolve("bad.sql");
