@@ -585,12 +585,6 @@ func TestRandomizedModel(t *testing.T) {
 				t.Errorf("round %d, table %s (seed %d):\n%s", round, tr.t.name, seed, p.String())
 			}
 			before[tr.t.name] = read
-			if err := checkReads(ctx, c, tr, read, readRng, &p); err != nil {
-				t.Fatalf("round %d: %v", round, err)
-			}
-			if !p.empty() {
-				t.Errorf("round %d, reads of table %s (seed %d):\n%s", round, tr.t.name, seed, p.String())
-			}
 			if tr == runs[0] {
 				var fp problems
 				checkFollow(followers, read, &fp)
@@ -641,6 +635,7 @@ func TestRandomizedModel(t *testing.T) {
 				t.Fatalf("round %d after %s restart: %v", round, how, err)
 			}
 			sameRead(tr.t.name, before[tr.t.name], read, &p)
+			// The merged table read back once per round, from the restarted gateway.
 			if err := checkReads(ctx, c, tr, read, readRng, &p); err != nil {
 				t.Fatalf("round %d after %s restart: %v", round, how, err)
 			}
