@@ -88,15 +88,17 @@ class SetatsInitialITCase {
     }
 
     private static SetatsCdcSource<String> source(String table, StartupMode mode) {
+        return builder(table).setStartupMode(mode).build();
+    }
+
+    private static SetatsCdcSourceBuilder<String> builder(String table) {
         return SetatsCdcSource.builder()
                 .setManagerUrl(GATEWAY.managerUrl())
                 .setWarehouse(GATEWAY.warehouseUri())
                 .setCatalog("hadoop", "setats", null)
                 .setTable(DB, table)
                 .setReadType(KV)
-                .setStartupMode(mode)
-                .setDeserializer(SetatsDeserializationSchema.of(r -> BinlogJobs.kv(r.row()), Types.STRING))
-                .build();
+                .setDeserializer(SetatsDeserializationSchema.of(r -> BinlogJobs.kv(r.row()), Types.STRING));
     }
 
     @AfterEach
@@ -271,11 +273,25 @@ class SetatsInitialITCase {
             throws Exception {
         createTable("s9", 1, Collections.emptyMap());
         put("s9", Collections.singletonList(insert(1, "old")));
-        String checkpoint = checkpointAndCancel(cluster, "s9", StartupMode.LATEST, checkpoints, 0, 1);
-        put("s9", Collections.singletonList(insert(2, "between")));
+        logOnlyStartRestoredAsInitial(cluster, "s9", checkpointAndCancel(cluster, "s9", source("s9", StartupMode.LATEST), checkpoints, 0, 1));
+    }
 
-        try (CloseableIterator<String> it2 = restoreAsInitial(cluster, "s9", checkpoint, 1)) {
-            put("s9", Collections.singletonList(insert(3, "new")));
+    /** S9 with 'from-timestamp' (a time after the first row): restored as 'initial', no snapshot rows. */
+    @Test
+    void aFromTimestampStartRestoredAsInitialReadsNoSnapshot(@InjectMiniCluster MiniCluster cluster, @TempDir Path checkpoints)
+            throws Exception {
+        createTable("s9ts", 1, Collections.emptyMap());
+        put("s9ts", Collections.singletonList(insert(1, "old")));
+        Thread.sleep(5); // the start time is after the first row's commit time
+        SetatsCdcSource<String> fromNow = builder("s9ts").setStartFromTimestamp(System.currentTimeMillis()).build();
+        logOnlyStartRestoredAsInitial(cluster, "s9ts", checkpointAndCancel(cluster, "s9ts", fromNow, checkpoints, 0, 1));
+    }
+
+    /** After a log-only first run checkpointed at {@code checkpoint}: a row written, the job restored as initial. */
+    private static void logOnlyStartRestoredAsInitial(MiniCluster cluster, String table, String checkpoint) throws Exception {
+        put(table, Collections.singletonList(insert(2, "between")));
+        try (CloseableIterator<String> it2 = restoreAsInitial(cluster, table, checkpoint, 1)) {
+            put(table, Collections.singletonList(insert(3, "new")));
             // One bucket: a snapshot would start with +I[1, old] (and +I[2, between] as a snapshot row).
             assertThat(take(it2, 2)).containsExactly("+I[2, between]", "+I[3, new]");
         }
@@ -338,12 +354,18 @@ class SetatsInitialITCase {
      */
     private static String checkpointAndCancel(
             MiniCluster cluster, String table, StartupMode mode, Path dir, int rows, int streams) throws Exception {
+        return checkpointAndCancel(cluster, table, source(table, mode), dir, rows, streams);
+    }
+
+    private static String checkpointAndCancel(
+            MiniCluster cluster, String table, SetatsCdcSource<String> source, Path dir, int rows, int streams)
+            throws Exception {
         StreamExecutionEnvironment first = env(cluster, 1, null, false);
         first.enableCheckpointing(3_600_000); // only the checkpoint triggered below
         first.getCheckpointConfig().setCheckpointStorage(dir.toUri().toString());
         first.getCheckpointConfig().setExternalizedCheckpointRetention(ExternalizedCheckpointRetention.RETAIN_ON_CANCELLATION);
         CloseableIterator<String> it1 =
-                first.fromSource(source(table, mode), WatermarkStrategy.noWatermarks(), table).uid("setats-" + table)
+                first.fromSource(source, WatermarkStrategy.noWatermarks(), table).uid("setats-" + table)
                         .map(new BinlogJobs.Count(table)).returns(Types.STRING).collectAsync();
         JobClient job1 = first.executeAsync(table + " first run");
         awaitOpenChangelogStreams(GATEWAY, streams); // snapshot phases done, changelog followed

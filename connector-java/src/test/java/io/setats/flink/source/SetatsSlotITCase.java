@@ -62,10 +62,11 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /**
- * Slots of {@code setats-cdc} (SPEC sections 8-9, binlog-cases S1-S5, S10 and the seed's orders
+ * Slots of {@code setats-cdc} (SPEC sections 8-9, binlog-cases S1-S6, S10 and the seed's orders
  * example) in Flink jobs on a MiniCluster against a real gateway: sync points registered only when
  * a checkpoint completes (a failure after snapshotState and before notifyCheckpointComplete loses
- * nothing), restart order (slot over mode), one owner per slot, TTL expiry, a lost slot, idle
+ * nothing), restart order (slot over mode), one owner per slot, TTL expiry, a lost slot, two
+ * slots with consume-then-clean, idle
  * buckets whose lag reads 0, progress figures, and the seed's SQL job.
  */
 @Timeout(value = 300, unit = TimeUnit.SECONDS)
@@ -432,6 +433,68 @@ class SetatsSlotITCase {
         } finally {
             job.cancel().get(60, TimeUnit.SECONDS);
             awaitTerminal(job);
+        }
+    }
+
+    /**
+     * S6 in jobs: two jobs on two slots of one table with changelog.clean-on-consume; each write
+     * is its own chunk. The slow job checkpoints at offset 2 and stops, the fast one checkpoints
+     * at 4 and keeps running: cleaning removes [0, 2) (the slow slot's point) and nothing after,
+     * and the slow job restarted on its slot reads exactly from 2 (a cleaner that went by the fast
+     * slot would have removed rows 2 and 3 and lost the slow slot).
+     */
+    @Test
+    void twoSlotsCleanOnConsumeKeepWhatTheSlowerSlotNeeds(@InjectMiniCluster MiniCluster cluster) throws Exception {
+        createTable("s6", 1, Collections.singletonMap("changelog.clean-on-consume", "true"));
+        put("s6", insert(1, "a"));
+        put("s6", insert(2, "b"));
+        StreamExecutionEnvironment slowEnv = env(cluster, 1, null, false);
+        slowEnv.enableCheckpointing(3_600_000); // only the checkpoints triggered below
+        slowEnv.fromSource(source("s6", StartupMode.EARLIEST, "slow", 1), WatermarkStrategy.noWatermarks(), "slow")
+                .sinkTo(new DiscardingSink<>());
+        JobClient slow = slowEnv.executeAsync("s6 slow");
+        try {
+            awaitRunning("s6", "slow", 2);
+            checkpointUntil(cluster, slow, "s6", "slow", rows -> rows.size() == 1 && rows.get(0).getConsumedOffset() == 2);
+        } finally {
+            slow.cancel().get(60, TimeUnit.SECONDS);
+            awaitTerminal(slow);
+        }
+        assertThat(checkpointPoint("s6", "slow")).isEqualTo(2);
+        put("s6", insert(3, "c"));
+        put("s6", insert(4, "d"));
+
+        StreamExecutionEnvironment fastEnv = env(cluster, 1, null, false);
+        fastEnv.enableCheckpointing(3_600_000);
+        fastEnv.fromSource(source("s6", StartupMode.EARLIEST, "fast", 1), WatermarkStrategy.noWatermarks(), "fast")
+                .sinkTo(new DiscardingSink<>());
+        JobClient fast = fastEnv.executeAsync("s6 fast");
+        try {
+            awaitRunning("s6", "fast", 4);
+            checkpointUntil(cluster, fast, "s6", "fast", rows -> rows.size() == 1 && rows.get(0).getConsumedOffset() == 4);
+            assertThat(checkpointPoint("s6", "fast")).isEqualTo(4);
+            // Retention runs every 100 ms: wait until it removed what both slots consumed.
+            long deadline = System.currentTimeMillis() + BinlogJobs.DEADLINE_S * 1000;
+            while (startOffset("s6") < 2 && System.currentTimeMillis() < deadline) {
+                Thread.sleep(50);
+            }
+            assertThat(startOffset("s6")).as("oldest offset: [0, 2) consumed by both slots").isEqualTo(2);
+        } finally {
+            fast.cancel().get(60, TimeUnit.SECONDS);
+            awaitTerminal(fast);
+        }
+        assertThat(startOffset("s6")).as("oldest offset: the slow slot still needs 2 and 3").isEqualTo(2);
+        try (CloseableIterator<String> it =
+                env(cluster, 1, null, false)
+                        .fromSource(source("s6", StartupMode.EARLIEST, "slow", 1), WatermarkStrategy.noWatermarks(), "slow")
+                        .executeAndCollect("s6 slow restarted from its slot")) {
+            assertThat(take(it, 2)).containsExactly("+I[3, c]", "+I[4, d]");
+        }
+    }
+
+    private static long startOffset(String table) {
+        try (GatewayClient c = GATEWAY.client()) {
+            return c.listBuckets(DB, table).getBuckets(0).getStartOffset();
         }
     }
 
