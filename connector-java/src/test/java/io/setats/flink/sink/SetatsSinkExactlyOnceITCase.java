@@ -16,6 +16,7 @@ import org.apache.flink.api.common.time.Time;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.api.common.state.CheckpointListener;
 import org.apache.flink.connector.base.DeliveryGuarantee;
+import org.apache.flink.runtime.minicluster.MiniCluster;
 import org.apache.flink.runtime.state.FunctionInitializationContext;
 import org.apache.flink.runtime.state.FunctionSnapshotContext;
 import org.apache.flink.runtime.testutils.MiniClusterResourceConfiguration;
@@ -31,6 +32,7 @@ import org.apache.flink.table.types.logical.IntType;
 import org.apache.flink.table.types.logical.LogicalType;
 import org.apache.flink.table.types.logical.RowType;
 import org.apache.flink.table.types.logical.VarCharType;
+import org.apache.flink.test.junit5.InjectMiniCluster;
 import org.apache.flink.test.junit5.MiniClusterExtension;
 import org.apache.flink.types.RowKind;
 
@@ -39,6 +41,8 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 import java.util.ArrayList;
 import java.util.Collections;
@@ -47,6 +51,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Random;
 import java.util.TreeMap;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 
@@ -66,7 +71,9 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
  * gateway. Both runs' changelogs must be equal per bucket, row for row (kinds and values; offsets
  * and timestamps ignored), for both merge engines, and the staged rows of the checkpoints that
  * never completed must have been dropped (setats_staging_aborted_rows_total) without reaching the
- * changelog.
+ * changelog. A second faulty run terminates the TaskManager itself (and starts a new one) at a
+ * record, between a writer's {@code prepareCommit} and the checkpoint's completion, and after a
+ * commit.
  *
  * <p>At-least-once: a batch whose WriteAck is lost is resent after the reconnect and applied once.
  */
@@ -97,6 +104,7 @@ class SetatsSinkExactlyOnceITCase {
     void resetHooks() {
         SetatsSinkTestHooks.reset();
         FailurePlan.current = null;
+        TaskManagerKills.current = null;
     }
 
     // --------------------------------------------------------------------------------------------
@@ -150,6 +158,44 @@ class SetatsSinkExactlyOnceITCase {
         // Rows staged for checkpoints that never completed were dropped, not merged (the counter
         // of the restarted gateway: failures after the crash).
         assertThat(metric("setats_staging_aborted_rows_total", faulty)).isGreaterThan(0);
+    }
+
+    /**
+     * TaskManagers die (the MiniCluster terminates its TaskExecutor and a new one joins; the job
+     * restarts on it from the last completed checkpoint): at a seeded random record, between a
+     * writer's {@code prepareCommit} and the checkpoint's completion (the writer is held there
+     * until its TaskManager is gone, so that checkpoint never completes), and between a
+     * committer's successful commit and its return (the restore commits the same checkpoint
+     * again). The changelog must equal that of the failure-free run, per bucket, row for row.
+     */
+    @ParameterizedTest
+    @EnumSource(MergeEngine.class)
+    void changelogEqualsFailureFreeRunWhenTaskManagersDie(
+            MergeEngine engine, @InjectMiniCluster MiniCluster cluster) throws Exception {
+        String clean = table("tm_clean_" + engine);
+        String faulty = table("tm_faulty_" + engine);
+        createTableIfPartial(engine, clean);
+        createTableIfPartial(engine, faulty);
+        runChunkedJob(engine, clean, DeliveryGuarantee.EXACTLY_ONCE);
+        Map<String, List<String>> expected = changelogByBucket(clean);
+        assertThat(expected).isNotEmpty();
+        long abortedBefore = metric("setats_staging_aborted_rows_total", faulty);
+
+        TaskManagerKills kills =
+                new TaskManagerKills(cluster, new Random(engine.ordinal() * 17L + 3));
+        TaskManagerKills.current = kills;
+        SetatsSinkTestHooks.afterPrepareCommit = kills::afterPrepareCommit;
+        SetatsSinkTestHooks.afterCommit = kills::afterCommit;
+        runChunkedJob(engine, faulty, DeliveryGuarantee.EXACTLY_ONCE);
+
+        assertThat(kills.error).isNull();
+        assertThat(kills.atRecord.get()).as("TaskManager killed at a record").isEqualTo(1);
+        assertThat(kills.afterPrepare.get()).as("killed after prepareCommit").isEqualTo(1);
+        assertThat(kills.afterCommit.get()).as("killed after a commit").isEqualTo(1);
+        assertThat(changelogByBucket(faulty)).isEqualTo(expected);
+        assertThat(metric("setats_staging_aborted_rows_total", faulty))
+                .as("rows staged for the checkpoint that never completed were dropped")
+                .isGreaterThan(abortedBefore);
     }
 
     /** X3: staged rows are invisible until their checkpoint completes. */
@@ -610,6 +656,10 @@ class SetatsSinkExactlyOnceITCase {
             if (p != null) {
                 p.onRecord();
             }
+            TaskManagerKills k = TaskManagerKills.current;
+            if (k != null) {
+                k.onRecord();
+            }
             return value;
         }
     }
@@ -679,6 +729,95 @@ class SetatsSinkExactlyOnceITCase {
                 commitFailures.incrementAndGet();
                 throw new RuntimeException("injected failure after commit of " + checkpointId);
             }
+        }
+    }
+
+    /**
+     * Seeded TaskManager kills of one run: the only running TaskExecutor of the MiniCluster is
+     * terminated (from another thread: a task cannot wait for its own TaskManager to close) and a
+     * new one is started, once at a record, once after a prepareCommit, once after a commit.
+     */
+    static final class TaskManagerKills {
+        /** TaskExecutors started in the class's MiniCluster (terminated ones stay in its list). */
+        private static final AtomicInteger STARTED = new AtomicInteger(1);
+
+        private static final java.util.concurrent.ExecutorService KILLER =
+                java.util.concurrent.Executors.newSingleThreadExecutor(
+                        r -> {
+                            Thread t = new Thread(r, "taskmanager-killer");
+                            t.setDaemon(true);
+                            // Created from a task thread, it would inherit the job's user-code
+                            // class loader, closed with the TaskManager it kills.
+                            t.setContextClassLoader(TaskManagerKills.class.getClassLoader());
+                            return t;
+                        });
+
+        private static final Logger LOG = LoggerFactory.getLogger(TaskManagerKills.class);
+
+        static volatile TaskManagerKills current;
+
+        final AtomicInteger atRecord = new AtomicInteger();
+        final AtomicInteger afterPrepare = new AtomicInteger();
+        final AtomicInteger afterCommit = new AtomicInteger();
+        volatile Exception error;
+        private final MiniCluster cluster;
+        private final AtomicLong records = new AtomicLong();
+        private final AtomicInteger prepares = new AtomicInteger();
+        private final AtomicInteger commits = new AtomicInteger();
+        private final long killAtRecord;
+        private final int killAfterPrepare;
+        private final int killAfterCommit;
+
+        TaskManagerKills(MiniCluster cluster, Random r) {
+            this.cluster = cluster;
+            long total = (long) CHUNKS * ROWS_PER_CHUNK;
+            killAtRecord = total / 4 + r.nextInt((int) total / 4);
+            killAfterPrepare = 10 + r.nextInt(4);
+            killAfterCommit = 4 + r.nextInt(4);
+        }
+
+        void onRecord() {
+            if (records.incrementAndGet() == killAtRecord && atRecord.getAndIncrement() == 0) {
+                kill();
+            }
+        }
+
+        void afterPrepareCommit(int subtask, long checkpointId) throws InterruptedException {
+            if (subtask == 0 && prepares.incrementAndGet() == killAfterPrepare) {
+                afterPrepare.incrementAndGet();
+                killAndWait("prepareCommit of checkpoint " + checkpointId);
+            }
+        }
+
+        void afterCommit(int subtask, long checkpointId) throws InterruptedException {
+            if (commits.incrementAndGet() == killAfterCommit) {
+                afterCommit.incrementAndGet();
+                killAndWait("commit of checkpoint " + checkpointId);
+            }
+        }
+
+        /** Kills the TaskManager and holds the calling task until it is cancelled with it. */
+        private void killAndWait(String where) throws InterruptedException {
+            kill();
+            Thread.sleep(60_000); // interrupted when the TaskManager cancels this task
+            throw new IllegalStateException("TaskManager still running 60 s after a kill at " + where);
+        }
+
+        private void kill() {
+            // One kill after the other: each terminates the TaskExecutor the previous one started.
+            KILLER.execute(
+                    () -> {
+                        int index = STARTED.get() - 1;
+                        try {
+                            LOG.info("terminating TaskManager {}", index);
+                            cluster.terminateTaskManager(index).get(60, TimeUnit.SECONDS);
+                                                        cluster.startTaskManager();
+                            STARTED.incrementAndGet();
+                            LOG.info("TaskManager {} terminated, TaskManager {} started", index, index + 1);
+                        } catch (Exception e) {
+                            error = e;
+                        }
+                    });
         }
     }
 }
