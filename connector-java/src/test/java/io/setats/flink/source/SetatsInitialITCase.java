@@ -287,6 +287,25 @@ class SetatsInitialITCase {
         logOnlyStartRestoredAsInitial(cluster, "s9ts", checkpointAndCancel(cluster, "s9ts", fromNow, checkpoints, 0, 1));
     }
 
+    /**
+     * Restore exactly at a commit boundary (issue 10): the first job reads the two rows of one
+     * commit (offsets 0 and 1) from earliest and checkpoints with nothing after them; restored
+     * (its state wins over the mode), the next commit's rows come once each: no drop of the row at
+     * the restored position, no repeat of the last row before it.
+     */
+    @Test
+    void restoreExactlyAtACommitBoundaryEmitsTheNextRowOnce(@InjectMiniCluster MiniCluster cluster, @TempDir Path checkpoints)
+            throws Exception {
+        createTable("cb", 1, Collections.emptyMap());
+        put("cb", Arrays.asList(insert(1, "a"), insert(2, "b")));
+        String checkpoint = checkpointAndCancel(cluster, "cb", StartupMode.EARLIEST, checkpoints, 2, 1);
+        put("cb", Arrays.asList(insert(3, "c"), insert(4, "d")));
+        try (CloseableIterator<String> it2 = restoreAsInitial(cluster, "cb", checkpoint, 1)) {
+            put("cb", Collections.singletonList(insert(5, "e")));
+            assertThat(take(it2, 3)).containsExactly("+I[3, c]", "+I[4, d]", "+I[5, e]");
+        }
+    }
+
     /** After a log-only first run checkpointed at {@code checkpoint}: a row written, the job restored as initial. */
     private static void logOnlyStartRestoredAsInitial(MiniCluster cluster, String table, String checkpoint) throws Exception {
         put(table, Collections.singletonList(insert(2, "between")));
