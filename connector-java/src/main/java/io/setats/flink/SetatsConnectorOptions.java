@@ -251,6 +251,23 @@ public final class SetatsConnectorOptions {
                                     + "once at low rates and in large batches under load. Must "
                                     + "not be negative.");
 
+    /**
+     * The output-flush timeout of the shuffle that feeds the sink's writers (Setats addition;
+     * Flink's {@code execution.buffer-timeout} for that one edge).
+     */
+    public static final ConfigOption<Duration> SINK_SHUFFLE_BUFFER_TIMEOUT =
+            ConfigOptions.key("setats.sink.shuffle-buffer-timeout")
+                    .durationType()
+                    .defaultValue(Duration.ofMillis(5))
+                    .withDescription(
+                            "Setats addition: the longest a row waits in a network buffer of the "
+                                    + "shuffle that routes rows to the sink's writers (Flink's "
+                                    + "buffer timeout, default 100 ms, for that edge only; a full "
+                                    + "buffer is sent at once whatever this is). Applied only when "
+                                    + "it is below the job's 'execution.buffer-timeout' and the "
+                                    + "operator before the sink has no buffer timeout of its own. "
+                                    + "0: flush after every row. Must not be negative.");
+
     /** Table option passed on when the sink creates the table (SPEC section 4). */
     public static final ConfigOption<Boolean> IGNORE_DELETE =
             ConfigOptions.key("ignore-delete")

@@ -2,21 +2,19 @@ package io.setats.flink.sink;
 
 import io.setats.flink.sink.serializer.SetatsRecordSerializer;
 import io.setats.flink.utils.BucketHasher;
-import io.setats.flink.utils.PartitionNames;
 
 import org.apache.flink.api.common.functions.Partitioner;
 import org.apache.flink.api.java.functions.KeySelector;
 import org.apache.flink.table.data.RowData;
 import org.apache.flink.table.types.logical.RowType;
 
-import com.google.common.hash.Hashing;
-
-import java.nio.charset.StandardCharsets;
-
 /**
  * BucketOwnerRouter sends every row of one (partition, bucket) to the same sink writer subtask,
  * using the gateway's bucket hash ({@link BucketHasher}). Its key is an owner number: the bucket
- * for an unpartitioned table, else the bucket plus a hash of the partition name; {@link
+ * for an unpartitioned table, else the bucket plus a hash of the partition-key values (their
+ * key bytes as {@link BucketHasher} encodes them, not the partition name: the owner only has to
+ * be the same for every row of one partition, and building the name cost more than the rest of
+ * the routing); {@link
  * OwnerPartitioner} maps it to {@code floorMod(owner, parallelism)}, so with as many writers as
  * buckets each writer owns exactly one bucket of an unpartitioned table.
  *
@@ -31,7 +29,9 @@ public final class BucketOwnerRouter<IN> implements KeySelector<IN, Integer> {
     private final RowType rowType;
     private final SetatsTableLayout layout;
     private transient BucketHasher hasher;
-    private transient PartitionNames partitions;
+    /** Hashes the partition-key values; null for an unpartitioned table. */
+    private transient BucketHasher partitions;
+    private transient boolean ready;
 
     public BucketOwnerRouter(
             SetatsRecordSerializer<IN> serializer, RowType rowType, SetatsTableLayout layout) {
@@ -47,21 +47,20 @@ public final class BucketOwnerRouter<IN> implements KeySelector<IN, Integer> {
 
     /** The owner number of {@code row} (see class comment). */
     public int owner(RowData row) {
-        if (hasher == null) {
+        if (!ready) {
             hasher = new BucketHasher(rowType, layout.bucketKey());
-            partitions = new PartitionNames(rowType, layout.partitionKeys());
+            partitions =
+                    layout.partitionKeys().isEmpty()
+                            ? null
+                            : new BucketHasher(rowType, layout.partitionKeys());
+            ready = true;
         }
         try {
             int bucket = hasher.bucket(row, layout.bucketCount());
-            if (!partitions.isPartitioned()) {
+            if (partitions == null) {
                 return bucket;
             }
-            String partition = partitions.of(row);
-            int ph =
-                    Hashing.murmur3_32_fixed(0)
-                            .hashString(partition, StandardCharsets.UTF_8)
-                            .asInt();
-            return (ph & 0x7fffffff) + bucket;
+            return (partitions.hash(row) & 0x7fffffff) + bucket;
         } catch (BucketHasher.NullKeyException e) {
             return 0;
         }

@@ -19,6 +19,7 @@ import io.setats.flink.sink.writer.SetatsWriterState;
 import io.setats.flink.sink.writer.SetatsWriterStateSerializer;
 
 import org.apache.flink.api.common.RuntimeExecutionMode;
+import org.apache.flink.api.dag.Transformation;
 import org.apache.flink.api.connector.sink2.Committer;
 import org.apache.flink.api.connector.sink2.CommitterInitContext;
 import org.apache.flink.api.connector.sink2.Sink;
@@ -33,6 +34,8 @@ import org.apache.flink.core.io.SimpleVersionedSerializer;
 import org.apache.flink.streaming.api.connector.sink2.SupportsPreWriteTopology;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.api.datastream.DataStream;
+import org.apache.flink.streaming.api.transformations.PartitionTransformation;
+import org.apache.flink.streaming.api.transformations.PhysicalTransformation;
 import org.apache.flink.table.api.ValidationException;
 import org.apache.flink.table.data.RowData;
 import org.apache.flink.table.types.logical.RowType;
@@ -94,6 +97,7 @@ public final class SetatsSink<IN>
     private final int maxInFlightBatches;
     private final Duration ackTimeout;
     private final Duration linger;
+    private final Duration shuffleBufferTimeout;
     private final SetatsRecordSerializer<IN> serializer;
     private final DeliveryGuarantee deliveryGuarantee;
     private final Duration transactionTimeout;
@@ -127,6 +131,7 @@ public final class SetatsSink<IN>
         this.maxInFlightBatches = b.maxInFlightBatches;
         this.ackTimeout = b.ackTimeout;
         this.linger = b.linger;
+        this.shuffleBufferTimeout = b.shuffleBufferTimeout;
         this.serializer = b.serializer;
         this.deliveryGuarantee = b.deliveryGuarantee;
         this.transactionTimeout = b.transactionTimeout;
@@ -203,9 +208,39 @@ public final class SetatsSink<IN>
             }
         }
         SetatsTableLayout l = resolveLayout();
+        limitShuffleBufferTimeout(
+                input.getTransformation(),
+                input.getExecutionEnvironment().getBufferTimeout(),
+                shuffleBufferTimeout == null ? -1 : shuffleBufferTimeout.toMillis());
         return input.partitionCustom(
                 new BucketOwnerRouter.OwnerPartitioner(),
                 new BucketOwnerRouter<>(serializer, rowType, l));
+    }
+
+    /**
+     * Lowers the buffer timeout (ms) of the operator whose output the writers' shuffle carries,
+     * so that at low rates a row does not wait up to the job's {@code execution.buffer-timeout}
+     * (100 ms by default) in a half-empty network buffer; under load buffers fill and are sent
+     * before either timeout. Looks through partitioning transformations (no operator of their
+     * own) to the operator before them. Leaves it alone when that operator has a buffer timeout
+     * of its own, when the job's default ({@code jobDefaultMs}) is already lower or disables
+     * periodic flushing (-1), or when {@code limitMs} is negative.
+     *
+     * @return whether it changed the timeout
+     */
+    static boolean limitShuffleBufferTimeout(Transformation<?> t, long jobDefaultMs, long limitMs) {
+        while (t instanceof PartitionTransformation) {
+            t = t.getInputs().get(0);
+        }
+        if (limitMs < 0
+                || jobDefaultMs < 0
+                || jobDefaultMs <= limitMs
+                || t.getBufferTimeout() >= 0
+                || !(t instanceof PhysicalTransformation)) {
+            return false;
+        }
+        t.setBufferTimeout(limitMs);
+        return true;
     }
 
     /** The layout, resolving it from the gateway the first time. */

@@ -86,6 +86,7 @@ public final class SetatsSinkBuilder<IN> {
     Duration transactionTimeout;
     Duration ackTimeout;
     Duration linger;
+    Duration shuffleBufferTimeout;
 
     SetatsSinkBuilder(SetatsRecordSerializer<IN> serializer) {
         this.serializer = serializer;
@@ -256,6 +257,15 @@ public final class SetatsSinkBuilder<IN> {
         return this;
     }
 
+    /**
+     * {@code setats.sink.shuffle-buffer-timeout}: the longest a row waits in a network buffer of
+     * the shuffle before the writers (default 5 ms; 0: flush after every row).
+     */
+    public SetatsSinkBuilder<IN> setShuffleBufferTimeout(Duration v) {
+        options.set(SetatsConnectorOptions.SINK_SHUFFLE_BUFFER_TIMEOUT, v);
+        return this;
+    }
+
     /** {@code setats.sink.linger}: how long an idle writer waits for more rows before sending (0: at once). */
     public SetatsSinkBuilder<IN> setLinger(Duration v) {
         options.set(SetatsConnectorOptions.SINK_LINGER, v);
@@ -347,6 +357,7 @@ public final class SetatsSinkBuilder<IN> {
         transactionTimeout = options.get(SINK_TRANSACTION_TIMEOUT);
         ackTimeout = options.get(SetatsConnectorOptions.SINK_ACK_TIMEOUT);
         linger = options.get(SetatsConnectorOptions.SINK_LINGER);
+        shuffleBufferTimeout = options.get(SetatsConnectorOptions.SINK_SHUFFLE_BUFFER_TIMEOUT);
         return new SetatsSink<>(this);
     }
 
@@ -375,6 +386,7 @@ public final class SetatsSinkBuilder<IN> {
                     SINK_TRANSACTION_TIMEOUT,
                     SetatsConnectorOptions.SINK_ACK_TIMEOUT,
                     SetatsConnectorOptions.SINK_LINGER,
+                    SetatsConnectorOptions.SINK_SHUFFLE_BUFFER_TIMEOUT,
                     IGNORE_DELETE,
                     PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE,
                     CHANGELOG_RETENTION_MS,

@@ -92,6 +92,7 @@ public final class SetatsDynamicTableSinkFactory
         set.add(SetatsConnectorOptions.SINK_TRANSACTION_TIMEOUT);
         set.add(SetatsConnectorOptions.SINK_ACK_TIMEOUT);
         set.add(SetatsConnectorOptions.SINK_LINGER);
+        set.add(SetatsConnectorOptions.SINK_SHUFFLE_BUFFER_TIMEOUT);
         set.add(SetatsConnectorOptions.IGNORE_DELETE);
         set.add(SetatsConnectorOptions.PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE);
         set.add(SetatsConnectorOptions.CHANGELOG_RETENTION_MS);

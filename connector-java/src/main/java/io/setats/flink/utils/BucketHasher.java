@@ -1,9 +1,11 @@
 package io.setats.flink.utils;
 
+import org.apache.flink.core.memory.MemorySegment;
 import org.apache.flink.table.data.DecimalData;
 import org.apache.flink.table.data.RowData;
 import org.apache.flink.table.data.StringData;
 import org.apache.flink.table.data.TimestampData;
+import org.apache.flink.table.data.binary.BinaryStringData;
 import org.apache.flink.table.types.logical.LogicalType;
 import org.apache.flink.table.types.logical.RowType;
 
@@ -14,7 +16,7 @@ import java.io.Serializable;
 import java.math.BigInteger;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 
 /**
@@ -44,6 +46,10 @@ public final class BucketHasher implements Serializable {
     private final String[] names;
     private final LogicalType[] types;
     private final RowData.FieldGetter[] getters;
+    /** The key values of the row being encoded (reused). */
+    private transient Object[] values;
+    /** The key bytes of the last row (reused, grown as needed). */
+    private transient ByteBuffer scratch;
 
     /**
      * @param rowType the type of the rows that will be hashed
@@ -74,9 +80,14 @@ public final class BucketHasher implements Serializable {
         return bucketOf(hash(row), bucketCount);
     }
 
-    /** The 32-bit murmur3 hash of the row's key bytes (before masking). */
+    /**
+     * The 32-bit murmur3 hash of the row's key bytes (before masking). The key bytes are encoded
+     * once into a buffer this hasher reuses (strings straight from the row's memory segment), so
+     * a hasher must not be used by two threads at once.
+     */
     public int hash(RowData row) {
-        return hashBytes(keyBytes(row));
+        ByteBuffer buf = encode(row);
+        return MURMUR3.hashBytes(buf.array(), 0, buf.position()).asInt();
     }
 
     /** {@code (hash & 0x7fffffff) % bucketCount}. */
@@ -92,17 +103,37 @@ public final class BucketHasher implements Serializable {
         return MURMUR3.hashBytes(keyBytes).asInt();
     }
 
-    /** The key bytes of {@code row} (see class comment). */
+    /** The key bytes of {@code row} (see class comment), a new array. */
     public byte[] keyBytes(RowData row) {
-        List<Object> values = new ArrayList<>(getters.length);
+        ByteBuffer buf = encode(row);
+        return Arrays.copyOf(buf.array(), buf.position());
+    }
+
+    /** Encodes the row's key bytes into the reused buffer; they are [0, position). */
+    private ByteBuffer encode(RowData row) {
+        if (values == null) {
+            values = new Object[getters.length];
+        }
+        int size = 0;
         for (int i = 0; i < getters.length; i++) {
             Object v = getters[i].getFieldOrNull(row);
             if (v == null) {
                 throw new NullKeyException(names[i]);
             }
-            values.add(v);
+            values[i] = v;
+            size += encodedSize(types[i], v);
         }
-        return keyBytes(types, values);
+        ByteBuffer buf = scratch;
+        if (buf == null || buf.capacity() < size) {
+            buf = ByteBuffer.allocate(Math.max(size, 64)).order(ByteOrder.LITTLE_ENDIAN);
+            scratch = buf;
+        }
+        buf.clear();
+        for (int i = 0; i < getters.length; i++) {
+            encode(buf, types[i], values[i]);
+            values[i] = null;
+        }
+        return buf;
     }
 
     /**
@@ -138,7 +169,7 @@ public final class BucketHasher implements Serializable {
                 return 16;
             case CHAR:
             case VARCHAR:
-                return 4 + ((StringData) v).toBytes().length;
+                return 4 + utf8Length((StringData) v);
             case BINARY:
             case VARBINARY:
                 return 4 + ((byte[]) v).length;
@@ -181,6 +212,17 @@ public final class BucketHasher implements Serializable {
             case CHAR:
             case VARCHAR:
                 {
+                    if (v instanceof BinaryStringData) {
+                        BinaryStringData s = (BinaryStringData) v;
+                        MemorySegment[] segs = s.getSegments();
+                        int n = s.getSizeInBytes();
+                        if (segs.length == 1 && !segs[0].isOffHeap()) {
+                            // The UTF-8 bytes where they are (a deserialized row's segment).
+                            buf.putInt(n);
+                            buf.put(segs[0].getArray(), s.getOffset(), n);
+                            return;
+                        }
+                    }
                     byte[] b = ((StringData) v).toBytes();
                     buf.putInt(b.length);
                     buf.put(b);
@@ -205,6 +247,14 @@ public final class BucketHasher implements Serializable {
             default:
                 throw new IllegalArgumentException("unsupported bucket-key type " + type);
         }
+    }
+
+    /** UTF-8 length of a string value, without copying its bytes when it is binary. */
+    private static int utf8Length(StringData v) {
+        if (v instanceof BinaryStringData) {
+            return ((BinaryStringData) v).getSizeInBytes(); // materializes a lazy string
+        }
+        return v.toBytes().length;
     }
 
     private static long doubleBits(double d) {

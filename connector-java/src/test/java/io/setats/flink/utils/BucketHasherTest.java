@@ -6,6 +6,8 @@ import org.apache.flink.table.data.DecimalData;
 import org.apache.flink.table.data.GenericRowData;
 import org.apache.flink.table.data.StringData;
 import org.apache.flink.table.data.TimestampData;
+import org.apache.flink.table.data.binary.BinaryRowData;
+import org.apache.flink.table.runtime.typeutils.RowDataSerializer;
 import org.apache.flink.table.types.logical.DecimalType;
 import org.apache.flink.table.types.logical.LogicalType;
 import org.apache.flink.table.types.logical.RowType;
@@ -131,6 +133,10 @@ class BucketHasherTest {
 
         assertThat(hex(hasher.keyBytes(row))).isEqualTo(v.get("key_hex").asText());
         assertThat(hasher.hash(row)).isEqualTo(v.get("hash_int").asInt());
+        // The sink's rows arrive as BinaryRowData (strings in its memory segment, read in place).
+        BinaryRowData binary = new RowDataSerializer(rowType).toBinaryRow(row);
+        assertThat(hex(hasher.keyBytes(binary))).isEqualTo(v.get("key_hex").asText());
+        assertThat(hasher.hash(binary)).isEqualTo(v.get("hash_int").asInt());
         assertThat(Integer.toUnsignedLong(hasher.hash(row))).isEqualTo(v.get("hash").asLong());
         Iterator<Map.Entry<String, JsonNode>> buckets = v.get("buckets").fields();
         while (buckets.hasNext()) {
@@ -152,6 +158,26 @@ class BucketHasherTest {
         assertThat(idDt.hash(a)).isEqualTo(idDt.hash(b));
         assertThat(hex(idDt.keyBytes(a))).isEqualTo("01000000" + "31" + "01000000" + "32");
         assertThat(hex(dtId.keyBytes(a))).isEqualTo("01000000" + "32" + "01000000" + "31");
+    }
+
+    /**
+     * One hasher reuses its key-bytes buffer: a short key after a long one hashes as a fresh
+     * hasher does (no bytes of the previous key left over), for generic and binary rows.
+     */
+    @Test
+    void reusedBufferKeepsNoBytesOfThePreviousKey() {
+        LogicalType s = SetatsTypes.parse("x", "STRING");
+        RowType rt = RowType.of(new LogicalType[] {s}, new String[] {"id"});
+        RowDataSerializer ser = new RowDataSerializer(rt);
+        BucketHasher reused = new BucketHasher(rt, Arrays.asList("id"));
+        for (String id : Arrays.asList("x".repeat(300), "a", "", "b".repeat(70), "c")) {
+            GenericRowData g = GenericRowData.of(StringData.fromString(id));
+            int fresh = new BucketHasher(rt, Arrays.asList("id")).hash(g);
+            assertThat(reused.hash(g)).as("generic %s", id.length()).isEqualTo(fresh);
+            assertThat(reused.hash(ser.toBinaryRow(g))).as("binary %s", id.length()).isEqualTo(fresh);
+            assertThat(hex(reused.keyBytes(g)))
+                    .isEqualTo(hex(BucketHasher.keyBytes(new LogicalType[] {s}, Arrays.asList(g.getString(0)))));
+        }
     }
 
     @Test

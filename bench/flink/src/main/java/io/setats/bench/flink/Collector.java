@@ -4,6 +4,8 @@ import org.apache.flink.streaming.api.functions.sink.SinkFunction;
 import org.apache.flink.types.Row;
 import org.apache.flink.types.RowKind;
 
+import java.time.Instant;
+
 /**
  * The end of a reader job (parallelism 1): folds the changelog it receives ({@link Fold}) or
  * records freshness (arrival time minus the row's write time, carried in {@code name} as epoch ms)
@@ -17,6 +19,9 @@ public final class Collector implements SinkFunction<Row> {
     public static final class State {
         final Fold fold;
         final Percentiles latency;
+        /** Write time -> the gateway's commit time, and commit time -> arrival (Setats only). */
+        final Percentiles toCommit = new Percentiles();
+        final Percentiles fromCommit = new Percentiles();
         final String freshPrefix;
         final long freshFrom;
         volatile long rows;
@@ -64,7 +69,13 @@ public final class Collector implements SinkFunction<Row> {
                 long now = System.currentTimeMillis();
                 String id = (String) r.getField(0);
                 if (id.startsWith(s.freshPrefix) && Long.parseLong(id.substring(s.freshPrefix.length())) >= s.freshFrom) {
-                    s.latency.add(now - Long.parseLong((String) r.getField(2)));
+                    long written = Long.parseLong((String) r.getField(2));
+                    s.latency.add(now - written);
+                    if (r.getArity() > 4 && r.getField(4) instanceof Instant) {
+                        long committed = ((Instant) r.getField(4)).toEpochMilli();
+                        s.toCommit.add(committed - written);
+                        s.fromCommit.add(now - committed);
+                    }
                 }
             }
         }

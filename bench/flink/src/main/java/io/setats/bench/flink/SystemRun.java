@@ -91,9 +91,14 @@ public final class SystemRun {
         double jvm0 = jvmCpuSeconds();
         double gw0 = gatewayCpuSeconds();
         String table = "bench_" + System.currentTimeMillis();
-        ingest(table);
-        Map<String, String> fold = read(table);
-        checkTable(table, fold);
+        String phases = args.getOrDefault("phases", "ingest,read,freshness");
+        if (phases.contains("ingest")) {
+            ingest(table);
+        }
+        if (phases.contains("read")) {
+            Map<String, String> fold = read(table);
+            checkTable(table, fold);
+        }
         ArrayNode fresh = out.putArray("freshness");
         for (String c : arg("fresh-checkpoints").split(",")) {
             fresh.add(freshness(table, Long.parseLong(c.trim())));
@@ -137,6 +142,11 @@ public final class SystemRun {
         return "CREATE CATALOG pc WITH ('type' = 'paimon', 'warehouse' = 'file://" + arg("warehouse") + "')";
     }
 
+    /** Extra options of the Setats sink in every job ({@code --sink-options}, SQL: {@code , 'k' = 'v'}). */
+    private String sinkOptions() {
+        return args.getOrDefault("sink-options", "");
+    }
+
     private String setatsWith(String connector, String table, String extra) {
         return String.format(
                 "WITH ('connector' = '%s', 'manager-url' = '%s', 'warehouse' = '%s', 'catalog-type' = 'hadoop',"
@@ -149,7 +159,7 @@ public final class SystemRun {
         if (setats) {
             t.executeSql("CREATE TEMPORARY TABLE w (" + Workload.COLUMNS_DDL + ") PARTITIONED BY (dt) "
                     + setatsWith("setats", table, ", 'bucket' = '" + BUCKETS + "', 'bucket-key' = 'id',"
-                            + " 'merge-engine' = 'DEDUPLICATE', 'sink.parallelism' = '" + PARALLELISM + "'"));
+                            + " 'merge-engine' = 'DEDUPLICATE', 'sink.parallelism' = '" + PARALLELISM + "'" + sinkOptions()));
             return "w";
         }
         t.executeSql("CREATE DATABASE IF NOT EXISTS pc.bench");
@@ -362,7 +372,18 @@ public final class SystemRun {
         Collector.State st = Collector.freshness(prefix, warmupRows);
 
         Env re = tableEnv(INGEST_CHECKPOINT_MS);
-        re.t.toChangelogStream(re.t.sqlQuery(cdcQuery(re.t, table, "latest"))).addSink(new Collector()).setParallelism(1);
+        String query;
+        if (setats) {
+            // The gateway's commit time of each row splits the latency into write -> commit and
+            // commit -> arrival (both clocks are this machine's).
+            re.t.executeSql("CREATE TEMPORARY TABLE r_fresh (" + Workload.COLUMNS_DDL
+                    + ", commit_ts TIMESTAMP_LTZ(3) METADATA FROM 'timestamp' VIRTUAL) "
+                    + setatsWith("setats-cdc", table, ", 'startup.mode' = 'latest'"));
+            query = "SELECT id, dt, name, address, commit_ts FROM r_fresh";
+        } else {
+            query = cdcQuery(re.t, table, "latest");
+        }
+        re.t.toChangelogStream(re.t.sqlQuery(query)).addSink(new Collector()).setParallelism(1);
         JobClient reader = re.env.executeAsync("fresh reader " + arg("system"));
         awaitRunning(reader);
         Thread.sleep(3000); // splits assigned and following
@@ -396,6 +417,12 @@ public final class SystemRun {
             f.put("p50_ms", st.latency.percentile(50));
             f.put("p99_ms", st.latency.percentile(99));
             f.put("max_ms", st.latency.percentile(100));
+            if (st.toCommit.count() > 0) {
+                f.put("write_to_commit_p50_ms", st.toCommit.percentile(50));
+                f.put("write_to_commit_p99_ms", st.toCommit.percentile(99));
+                f.put("commit_to_arrival_p50_ms", st.fromCommit.percentile(50));
+                f.put("commit_to_arrival_p99_ms", st.fromCommit.percentile(99));
+            }
         }
         log("freshness (checkpoint %d ms): %s", checkpointMs, f);
         f.put("complete", f.get("samples").asLong() >= measured);
