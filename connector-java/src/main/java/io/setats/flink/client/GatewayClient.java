@@ -24,16 +24,11 @@ import io.setats.proto.v1.WriteCommand;
 import com.google.protobuf.InvalidProtocolBufferException;
 import com.google.protobuf.Message;
 import com.google.protobuf.Parser;
-import io.grpc.CallOptions;
-import io.grpc.Channel;
 import io.grpc.ClientCall;
-import io.grpc.ClientInterceptor;
 import io.grpc.Context;
 import io.grpc.ManagedChannel;
-import io.grpc.ForwardingClientCall;
 import io.grpc.ForwardingClientCallListener;
 import io.grpc.Metadata;
-import io.grpc.MethodDescriptor;
 import io.grpc.Status;
 import io.grpc.netty.GrpcSslContexts;
 import io.grpc.netty.NettyChannelBuilder;
@@ -546,12 +541,16 @@ public final class GatewayClient implements AutoCloseable {
      * iterates ({@code next()}, {@code getRoot()}) and closes the stream; Flight errors surface
      * from {@code next()} as FlightRuntimeException: wrap them with {@link
      * SetatsGatewayException#of}.
+     *
+     * @param options per-call options, e.g. a {@code CallOptions.GrpcCallOption} that observes the
+     *     call's messages (the CDC source's single fetcher thread waits on those instead of blocking
+     *     in {@code next()})
      */
-    public FlightStream readChangelog(ChangelogTicket ticket) {
+    public FlightStream readChangelog(ChangelogTicket ticket, CallOption... options) {
         ChangelogTicket t =
                 ticket.hasCatalog() ? ticket : ticket.toBuilder().setCatalog(catalog).build();
         try {
-            return flight.getStream(new Ticket(t.toByteArray()));
+            return flight.getStream(new Ticket(t.toByteArray()), options);
         } catch (RuntimeException e) {
             throw SetatsGatewayException.of(describe(t), e);
         }
@@ -688,7 +687,7 @@ public final class GatewayClient implements AutoCloseable {
             Metadata.Key.of("authorization", Metadata.ASCII_STRING_MARSHALLER);
 
     /** Adds HTTP Basic credentials to every call. */
-    private static final class BasicAuthInterceptor implements ClientInterceptor {
+    private static final class BasicAuthInterceptor extends CallInterceptor {
         private final String header;
 
         BasicAuthInterceptor(String header) {
@@ -696,40 +695,22 @@ public final class GatewayClient implements AutoCloseable {
         }
 
         @Override
-        public <ReqT, RespT> ClientCall<ReqT, RespT> interceptCall(
-                MethodDescriptor<ReqT, RespT> method, CallOptions callOptions, Channel next) {
-            return new ForwardingClientCall.SimpleForwardingClientCall<ReqT, RespT>(
-                    next.newCall(method, callOptions)) {
-                @Override
-                public void start(Listener<RespT> listener, Metadata headers) {
-                    headers.put(AUTHORIZATION_KEY, header);
-                    super.start(listener, headers);
-                }
-            };
+        protected void onStart(Metadata headers) {
+            headers.put(AUTHORIZATION_KEY, header);
         }
     }
 
     /** Copies each failed call's gRPC status code into its trailers ({@link #GRPC_CODE_KEY}). */
-    private static final class GrpcCodeInterceptor implements ClientInterceptor {
+    private static final class GrpcCodeInterceptor extends CallInterceptor {
         @Override
-        public <ReqT, RespT> ClientCall<ReqT, RespT> interceptCall(
-                MethodDescriptor<ReqT, RespT> method, CallOptions callOptions, Channel next) {
-            return new ForwardingClientCall.SimpleForwardingClientCall<ReqT, RespT>(
-                    next.newCall(method, callOptions)) {
+        protected <RespT> ClientCall.Listener<RespT> wrap(ClientCall.Listener<RespT> listener) {
+            return new ForwardingClientCallListener.SimpleForwardingClientCallListener<RespT>(listener) {
                 @Override
-                public void start(Listener<RespT> listener, Metadata headers) {
-                    super.start(
-                            new ForwardingClientCallListener.SimpleForwardingClientCallListener<
-                                    RespT>(listener) {
-                                @Override
-                                public void onClose(Status status, Metadata trailers) {
-                                    if (!status.isOk() && trailers != null) {
-                                        trailers.put(GRPC_CODE_KEY, status.getCode().name());
-                                    }
-                                    super.onClose(status, trailers);
-                                }
-                            },
-                            headers);
+                public void onClose(Status status, Metadata trailers) {
+                    if (!status.isOk() && trailers != null) {
+                        trailers.put(GRPC_CODE_KEY, status.getCode().name());
+                    }
+                    super.onClose(status, trailers);
                 }
             };
         }

@@ -24,60 +24,66 @@ import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
+import java.util.concurrent.atomic.AtomicInteger;
 
 /**
- * BucketStream keeps one live DoGet stream of one bucket's changelog ({@code ChangelogTicket}
- * with {@code follow = true}, from the split's position) on its own thread. The gateway pushes
- * rows as soon as they are durable (SPEC section 5); each record batch is converted to {@link
- * ChangelogRecord}s right away (so no Arrow memory outlives the batch) and handed to the split
- * reader through the shared, bounded {@link Handover}, which is the back pressure: a full handover
- * stops this thread, which stops asking gRPC for more.
+ * BucketStream reads one split: one live DoGet of one bucket's changelog ({@code ChangelogTicket}
+ * with {@code follow = true}, from the split's position). It has no thread of its own: the split
+ * reader's single fetcher thread calls {@link #poll()} whenever the stream is in the reader's
+ * {@link ReadySplits} queue, and each call converts at most one record batch into {@link
+ * ChangelogRecord}s. gRPC's threads deliver the DoGet's messages into the call's {@code
+ * FlightStream} and queue this stream ({@link StreamEvents}), so the fetcher never blocks on one
+ * idle bucket while another has rows.
+ *
+ * <p>Memory and back pressure: a {@code FlightStream} asks gRPC for a few messages ahead of the
+ * ones read (Arrow Flight's client keeps up to 5 record batches per call); a batch is converted
+ * only when the fetcher polls it, and the fetcher stops polling while Flink's element queue is
+ * full, so a slow job stops the gateway's sends through gRPC's flow control. Per reader, at most
+ * about 5 record batches per split (each at most the gateway's batch size) plus Flink's element
+ * queue are in memory.
  *
  * <p>The ticket carries the split's table id ({@code ChangelogTicket.table_id}, when known): if the
  * table was dropped and re-created since the split was made, the gateway fails the DoGet with
  * NotFound naming both table ids instead of reading the new table from an old offset.
  *
- * <p>The thread is never interrupted (see {@link Handover}): {@link #close()} cancels the DoGet,
- * which ends {@code FlightStream.next()}, and releases the waits of this thread.
- *
  * <p>Offsets are checked to be dense: a stream started at an offset must deliver exactly that
- * offset first and then +1 per row; a gap fails the stream, rows are never skipped silently. Any
- * failure (gateway error such as OutOfRange for an expired position, the stream ending, a gap) is
- * handed over as a {@link Failure} naming the table, partition, bucket and position.
+ * offset first and then +1 per row; a gap fails the split, rows are never skipped silently. A
+ * transient failure (the gateway restarting, UNAVAILABLE, the stream ended) closes the DoGet and
+ * opens a new one from the offset after the last row returned, after a back-off ({@link
+ * Reconnect}, {@code scan.reconnect-timeout}); the fetcher serves the other splits meanwhile. Any
+ * other failure makes {@link #poll()} throw an IOException naming the table, partition, bucket and
+ * position.
  *
  * <p>A split in its snapshot phase ({@code startup.mode = 'initial'}, SPEC section 9) first reads
- * the bucket's merged rows with a {@link BucketSnapshotReader} and hands them over as {@link
+ * the bucket's merged rows with a {@link BucketSnapshotReader}, one batch per poll (the snapshot's
+ * rows exist already, so the fetcher waits only for the network), as {@link
  * ChangelogRecord.Kind#SNAPSHOT} records. Resumed after a key (a restore mid-snapshot), it first
  * reads the changelog {@code [view offset, new E)} of the keys already emitted ({@code max_key}, a
  * bounded DoGet) as {@link ChangelogRecord.Kind#CATCH_UP} records, then the rest of the snapshot.
  * A {@link ChangelogRecord.Kind#SNAPSHOT_DONE} marker then moves the split to the changelog at the
  * view's end offset E, which this stream follows next.
+ *
+ * <p>Not thread-safe except {@link #pause()}, {@link #resume()} and the gRPC callbacks: everything
+ * else runs on the fetcher thread.
  */
-final class BucketStream implements Runnable {
+final class BucketStream {
 
     private static final Logger LOG = LoggerFactory.getLogger(BucketStream.class);
 
-    /** Handed-over element: converted rows of one record batch of one split. */
-    static final class Batch {
-        final String splitId;
-        final List<ChangelogRecord> records;
-
-        Batch(String splitId, List<ChangelogRecord> records) {
-            this.splitId = splitId;
-            this.records = records;
-        }
-    }
-
-    /** Handed-over element: the stream of a split failed. */
-    static final class Failure {
-        final String splitId;
-        final Throwable cause;
-
-        Failure(String splitId, Throwable cause) {
-            this.splitId = splitId;
-            this.cause = cause;
-        }
+    private enum Phase {
+        /** Opening the snapshot view (next poll). */
+        SNAPSHOT_OPEN,
+        /** Reading the catch-up changelog of a resumed snapshot. */
+        CATCH_UP,
+        /** Reading the snapshot's rows. */
+        SNAPSHOT_ROWS,
+        /** Following the changelog through {@link #call}. */
+        FOLLOW,
+        /** Waiting until {@link #reconnectAtMs} to open a new follow DoGet. */
+        BACKOFF,
+        CLOSED
     }
 
     private final GatewayClient client;
@@ -85,19 +91,38 @@ final class BucketStream implements Runnable {
     private final SetatsSplit split;
     private final String database;
     private final String table;
-    /** The changelog ticket being read (the follow ticket once the snapshot phase is done). */
-    private volatile ChangelogTicket ticket;
     private final RowType readType;
-    private final Handover handover;
-    private final Thread thread;
-    private final Object pauseLock = new Object();
+    private final ReadySplits ready;
 
-    private volatile boolean closed;
+    /** Whether this stream is in {@link #ready}'s queue; guarded by that queue's lock. */
+    boolean queued;
+
+    private volatile boolean paused;
+    private Phase phase;
+    /** The changelog ticket being read (the follow ticket once the snapshot phase is done). */
+    private ChangelogTicket ticket;
     /** Offset of the next row this stream expects; -1 until known (timestamp start). */
-    private volatile long nextOffset;
-    private volatile FlightStream stream;
-    private volatile BucketSnapshotReader snapshotReader;
-    private boolean paused; // guarded by pauseLock
+    private long nextOffset;
+    /** {@link #nextOffset} when the current DoGet was opened (progress since the last failure). */
+    private long attemptFrom;
+    private Reconnect reconnect;
+    private long reconnectAtMs;
+    private Call call;
+
+    // Snapshot phase.
+    /** Position after the last snapshot-phase row returned (what a restore would resume from). */
+    private SnapshotPosition snapshotPos;
+    /** Whether a snapshot-phase row was returned since the last transient failure. */
+    private boolean snapshotProgressed;
+    private Reconnect snapshotRetry;
+    /** Whether the back-off is for the snapshot phase (else for the follow DoGet). */
+    private boolean snapshotBackoff;
+    private BucketSnapshotReader snapshotReader;
+    private long snapshotEnd;
+    private FlightStream catchUp;
+    private ArrowRowDataReader catchUpReader;
+    private long catchUpFrom;
+    private long catchUpLast;
 
     BucketStream(
             GatewayClient client,
@@ -105,8 +130,7 @@ final class BucketStream implements Runnable {
             String table,
             SetatsSplit split,
             RowType readType,
-            Handover handover,
-            String threadNamePrefix,
+            ReadySplits ready,
             Reconnect.Settings retry) {
         this.client = client;
         this.retry = retry;
@@ -114,7 +138,7 @@ final class BucketStream implements Runnable {
         this.table = table;
         this.split = split;
         this.readType = readType;
-        this.handover = handover;
+        this.ready = ready;
         TableBucket tb = split.tableBucket();
         ChangelogTicket.Builder t =
                 ChangelogTicket.newBuilder()
@@ -132,69 +156,113 @@ final class BucketStream implements Runnable {
         this.ticket = t.build();
         this.nextOffset =
                 split.startingTimestampMs() != null || split.snapshot() != null ? -1 : split.startingOffset();
-        this.thread = new Thread(this, threadNamePrefix + " " + split.splitId());
-        this.thread.setDaemon(true);
+        this.snapshotPos = split.snapshot();
     }
 
+    /** Starts reading: opens the follow DoGet, or queues the snapshot phase. Fetcher thread. */
     void start() {
-        thread.start();
+        if (split.snapshot() != null) {
+            phase = Phase.SNAPSHOT_OPEN;
+            ready.signal(this);
+        } else {
+            startFollowing();
+        }
     }
 
     String splitId() {
         return split.splitId();
     }
 
-    /** Stops handing batches over until {@link #resume()} (watermark alignment). */
+    /** Stops being polled until {@link #resume()} (watermark alignment). Any thread. */
     void pause() {
-        synchronized (pauseLock) {
-            paused = true;
+        paused = true;
+    }
+
+    /** Any thread. */
+    void resume() {
+        paused = false;
+        ready.signal(this);
+    }
+
+    boolean isPaused() {
+        return paused;
+    }
+
+    /** Whether a poll would find something now (a message of the DoGet, snapshot rows). */
+    boolean hasWork() {
+        switch (phase) {
+            case SNAPSHOT_OPEN:
+            case CATCH_UP:
+            case SNAPSHOT_ROWS:
+                return true;
+            case FOLLOW:
+                Call c = call;
+                return c != null && c.events.get() > 0;
+            default:
+                return false;
         }
     }
 
-    void resume() {
-        synchronized (pauseLock) {
-            paused = false;
-            pauseLock.notifyAll();
+    /** The time (ms) this stream waits for to reconnect, or -1 when it does not wait. */
+    long reconnectAtMs() {
+        return phase == Phase.BACKOFF ? reconnectAtMs : -1;
+    }
+
+    /** Opens the new follow DoGet when the back-off is over at {@code nowMs}. */
+    void reconnectIfDue(long nowMs) {
+        if (phase == Phase.BACKOFF && nowMs >= reconnectAtMs) {
+            client.resetConnectBackoff();
+            if (snapshotBackoff) {
+                phase = Phase.SNAPSHOT_OPEN;
+                ready.signal(this);
+            } else {
+                openCall();
+            }
         }
     }
 
     /**
-     * Cancels the DoGet and releases this thread's waits so it ends; does not wait for it (see
-     * {@link #join}). Idempotent, any thread.
+     * Reads at most one record batch.
+     *
+     * @return the converted rows (possibly a single position marker), or null when this poll had
+     *     nothing to hand out (the schema arrived, an empty batch, a failure being retried)
+     * @throws IOException when the split cannot go on (see the class comment)
      */
-    void close() {
-        closed = true;
-        BucketSnapshotReader snap = snapshotReader;
-        if (snap != null) {
-            snap.cancel();
-        }
-        FlightStream s = stream;
-        if (s != null) {
-            try {
-                s.cancel("Setats split reader closed", null);
-            } catch (RuntimeException e) {
-                LOG.debug("Cancelling the stream of {} failed", split, e);
+    List<ChangelogRecord> poll() throws IOException {
+        try {
+            switch (phase) {
+                case SNAPSHOT_OPEN:
+                case CATCH_UP:
+                case SNAPSHOT_ROWS:
+                    return pollSnapshotPhase();
+                case FOLLOW:
+                    return pollFollow();
+                default:
+                    return null;
             }
+        } catch (IOException | RuntimeException e) {
+            if (phase == Phase.CLOSED) {
+                return null;
+            }
+            throw failure(e);
         }
-        synchronized (pauseLock) {
-            pauseLock.notifyAll();
-        }
-        handover.releaseProducers();
     }
 
-    private boolean isOpen() {
-        return !closed;
-    }
-
-    /** Waits up to {@code timeoutMs} for the thread to end; returns whether it ended. */
-    boolean join(long timeoutMs) throws InterruptedException {
-        thread.join(timeoutMs);
-        return !thread.isAlive();
+    /** Cancels the DoGets and closes the snapshot reader. Idempotent; fetcher thread. */
+    void close() {
+        phase = Phase.CLOSED;
+        closeCall();
+        closeCatchUp();
+        if (snapshotReader != null) {
+            snapshotReader.cancel();
+            snapshotReader.close();
+            snapshotReader = null;
+        }
     }
 
     private String position() {
         if (split.snapshot() != null && nextOffset < 0) {
-            return split.snapshot().toString();
+            return String.valueOf(snapshotPos != null ? snapshotPos : split.snapshot());
         }
         String start =
                 split.startingTimestampMs() != null
@@ -205,185 +273,312 @@ final class BucketStream implements Runnable {
         return moved ? start + " (next offset " + next + ")" : start;
     }
 
-    @Override
-    public void run() {
+    // ---- changelog phase
+
+    private void startFollowing() {
+        reconnect = new Reconnect(retry, client.describe(ticket), split.tableBucket());
+        openCall();
+    }
+
+    private void openCall() {
+        Call c = new Call();
+        call = c;
+        phase = Phase.FOLLOW;
+        attemptFrom = nextOffset;
         try {
-            long expected = split.startingTimestampMs() == null ? split.startingOffset() : -1;
-            if (split.snapshot() != null) {
-                long e = readSnapshot(split.snapshot());
-                if (closed) {
-                    return;
-                }
-                ticket = ticket.toBuilder().setOffset(e).build();
-                nextOffset = e;
-                expected = e;
-            }
-            nextOffset = expected;
-            follow();
-        } catch (InterruptedException e) {
-            if (!closed) {
-                fail(e);
-            }
-        } catch (Throwable t) {
-            if (!closed) {
-                fail(t);
-            }
+            c.stream = client.readChangelog(ticket, new StreamEvents(c));
+        } catch (RuntimeException e) {
+            c.openFailure = e; // handled by the next poll, like any failure of the call
+            c.events.incrementAndGet();
+            ready.signal(this);
         }
     }
 
-    /**
-     * Follows the changelog from {@link #nextOffset}, reconnecting after transient failures (the
-     * gateway restarting, a broken stream) from the offset after the last row handed over, so no
-     * row is lost or repeated; gives up after {@link Reconnect#timeoutMs()} without progress.
-     */
-    private void follow() throws Exception {
-        Reconnect reconnect = new Reconnect(retry, client.describe(ticket), split.tableBucket());
-        while (!closed) {
-            long from = nextOffset;
-            try {
-                followOnce();
-                return; // closed
-            } catch (Throwable t) {
-                if (closed) {
-                    return;
-                }
-                if (!Reconnect.isTransient(t)) {
-                    throw t;
-                }
-                long waitMs = reconnect.failed(t, nextOffset > from);
-                if (nextOffset >= 0) {
-                    ticket = ticket.toBuilder().clearTimestampMs().setOffset(nextOffset).build();
-                }
-                LOG.warn(
-                        "The changelog stream of {} of table {}.{} broke ({}); reconnecting from {} in {} ms",
-                        split.tableBucket(), database, table, t.getMessage(), position(), waitMs);
-                client.resetConnectBackoff();
-                sleepUnlessClosed(waitMs);
-            }
+    private List<ChangelogRecord> pollFollow() throws IOException {
+        Call c = call;
+        if (c == null || c.events.get() == 0) {
+            return null;
         }
-    }
-
-    /** One DoGet of the follow ticket, read until it fails or this stream is closed. */
-    private void followOnce() throws Exception {
-        FlightStream s = client.readChangelog(ticket);
-        stream = s;
+        c.events.decrementAndGet();
+        FlightStream s = c.stream;
         try {
-            if (closed) {
-                return;
+            if (c.openFailure != null) {
+                throw c.openFailure;
             }
-            VectorSchemaRoot root = s.getRoot();
-            ArrowRowDataReader reader = ArrowRowDataReader.create(readType, root.getSchema());
-            if (!reader.hasChangelogColumns()) {
-                throw new IOException(
-                        client.describe(ticket) + ": the stream lacks the _offset/_commit_timestamp columns");
+            if (c.reader == null) {
+                // The first event: the schema, or the call's end before any message.
+                if (c.closedFirst) {
+                    s.next(); // returns false or throws the call's error at once
+                    throw streamEnded();
+                }
+                c.root = s.getRoot();
+                ArrowRowDataReader reader = ArrowRowDataReader.create(readType, c.root.getSchema());
+                if (!reader.hasChangelogColumns()) {
+                    throw new IOException(
+                            client.describe(ticket) + ": the stream lacks the _offset/_commit_timestamp columns");
+                }
+                c.getters = reader.fieldGetters();
+                c.reader = reader;
+                return null;
             }
+            if (!s.next()) {
+                throw streamEnded();
+            }
+            VectorSchemaRoot root = c.root;
+            int n = root.getRowCount();
+            if (n == 0) {
+                return null;
+            }
+            ArrowRowDataReader reader = c.reader;
+            reader.bind(root);
+            BinaryRowData[] converted = reader.readBinaryRows(n);
+            List<ChangelogRecord> rows = new ArrayList<>(n);
             TableBucket tb = split.tableBucket();
-            RowData.FieldGetter[] getters = reader.fieldGetters();
             long expected = nextOffset;
-            while (!closed && s.next()) {
-                int n = root.getRowCount();
-                if (n == 0) {
-                    continue;
-                }
-                reader.bind(root);
-                BinaryRowData[] converted = reader.readBinaryRows(n);
-                List<ChangelogRecord> rows = new ArrayList<>(n);
-                for (int i = 0; i < n; i++) {
-                    long offset = reader.offset(i);
-                    if (expected >= 0 && offset != expected) {
-                        throw new IOException(
-                                String.format(
-                                        "%s: expected offset %d next but the gateway sent offset %d "
-                                                + "(rows are never skipped silently)",
-                                        client.describe(ticket), expected, offset));
-                    }
-                    expected = offset + 1;
-                    rows.add(new ChangelogRecord(converted[i], offset, reader.commitTimestampMs(i), tb, getters));
-                }
-                awaitNotPaused();
-                if (handover.put(new Batch(split.splitId(), rows), this::isOpen)) {
-                    nextOffset = expected;
-                }
-            }
-            if (!closed) {
-                throw new Reconnect.StreamEndedException(
-                        client.describe(ticket)
-                                + ": the gateway ended the stream, which should follow new rows");
-            }
-        } catch (FlightRuntimeException e) {
-            throw SetatsGatewayException.of(client.describe(ticket), e);
-        } finally {
-            stream = null;
-            try {
-                s.close();
-            } catch (Exception e) {
-                LOG.debug("Closing the stream of {} failed", split, e);
-            }
-        }
-    }
-
-    private void sleepUnlessClosed(long ms) throws InterruptedException {
-        long deadline = System.currentTimeMillis() + ms;
-        synchronized (pauseLock) {
-            for (long left = ms; !closed && left > 0; left = deadline - System.currentTimeMillis()) {
-                pauseLock.wait(left);
-            }
-        }
-    }
-
-    /**
-     * The snapshot phase: hands over the snapshot rows (and, when resumed after a key, the
-     * catch-up rows first) and the SNAPSHOT_DONE marker; returns the view's end offset E, where
-     * the changelog follows.
-     */
-    private long readSnapshot(SnapshotPosition pos) throws IOException, InterruptedException {
-        TableBucket tb = split.tableBucket();
-        byte[] after = pos.hasKey() ? pos.afterKey() : null;
-        try (BucketSnapshotReader r =
-                BucketSnapshotReader.open(client, database, table, split.tableId(), tb, readType, after, 0)) {
-            snapshotReader = r;
-            if (closed) {
-                return -1;
-            }
-            long e = r.endOffset();
-            if (after != null) {
-                if (e < pos.viewOffset()) {
+            for (int i = 0; i < n; i++) {
+                long offset = reader.offset(i);
+                if (expected >= 0 && offset != expected) {
                     throw new IOException(
                             String.format(
-                                    "%s: the new snapshot view is at offset %d, before the checkpointed "
-                                            + "view offset %d (was the table re-created?)",
-                                    client.describe(ticket), e, pos.viewOffset()));
+                                    "%s: expected offset %d next but the gateway sent offset %d "
+                                            + "(rows are never skipped silently)",
+                                    client.describe(ticket), expected, offset));
                 }
-                if (e > pos.viewOffset()) {
-                    catchUp(pos.viewOffset(), e, after);
-                }
-                handOver(java.util.Collections.singletonList(ChangelogRecord.viewMarker(e, tb)));
+                expected = offset + 1;
+                rows.add(new ChangelogRecord(converted[i], offset, reader.commitTimestampMs(i), tb, c.getters));
             }
-            for (List<SnapshotRow> batch; !closed && (batch = r.nextBatch()) != null; ) {
-                if (batch.isEmpty()) {
-                    continue;
-                }
-                List<ChangelogRecord> rows = new ArrayList<>(batch.size());
-                for (SnapshotRow row : batch) {
-                    rows.add(ChangelogRecord.snapshotRow(row.row(), row.key(), e, tb));
-                }
-                handOver(rows);
-            }
-            if (!closed) {
-                handOver(java.util.Collections.singletonList(ChangelogRecord.snapshotDone(e, tb)));
-            }
-            return e;
-        } finally {
-            snapshotReader = null;
+            nextOffset = expected;
+            return rows;
+        } catch (FlightRuntimeException e) {
+            followFailed(SetatsGatewayException.of(client.describe(ticket), e));
+            return null;
+        } catch (Reconnect.StreamEndedException | SetatsGatewayException e) {
+            followFailed(e);
+            return null;
+        }
+    }
+
+    private Reconnect.StreamEndedException streamEnded() {
+        return new Reconnect.StreamEndedException(
+                client.describe(ticket) + ": the gateway ended the stream, which should follow new rows");
+    }
+
+    /**
+     * A follow DoGet failed: closes it and, when the failure is transient, waits a back-off (the
+     * stream is in BACKOFF; the fetcher reopens it from {@link #nextOffset}); otherwise, or when
+     * the reconnect window is over, throws.
+     */
+    private void followFailed(Exception e) throws IOException {
+        closeCall();
+        if (!Reconnect.isTransient(e)) {
+            throw e instanceof IOException ? (IOException) e : new IOException(e.getMessage(), e);
+        }
+        long waitMs = reconnect.failed(e, nextOffset > attemptFrom);
+        if (nextOffset >= 0) {
+            ticket = ticket.toBuilder().clearTimestampMs().setOffset(nextOffset).build();
+        }
+        LOG.warn(
+                "The changelog stream of {} of table {}.{} broke ({}); reconnecting from {} in {} ms",
+                split.tableBucket(), database, table, e.getMessage(), position(), waitMs);
+        phase = Phase.BACKOFF;
+        reconnectAtMs = System.currentTimeMillis() + waitMs;
+    }
+
+    private void closeCall() {
+        Call c = call;
+        call = null;
+        if (c == null || c.stream == null) {
+            return;
+        }
+        c.stale = true;
+        try {
+            c.stream.cancel("Setats split reader closed the stream", null);
+        } catch (RuntimeException e) {
+            LOG.debug("Cancelling the stream of {} failed", split, e);
+        }
+        try {
+            c.stream.close();
+        } catch (Exception e) {
+            LOG.debug("Closing the stream of {} failed", split, e);
         }
     }
 
     /**
-     * Reads the changelog {@code [from, to)} of the keys {@code <= afterKey} (a bounded DoGet with
-     * {@code max_key}) and hands it over as CATCH_UP rows: the keys emitted before a restore move
-     * from the checkpointed view offset to the new view's.
+     * One follow DoGet: counts the messages gRPC put into its FlightStream that the fetcher has not
+     * read yet, and queues the stream when one arrives.
      */
-    private void catchUp(long from, long to, byte[] afterKey) throws IOException, InterruptedException {
+    private final class Call implements StreamEvents.Listener {
+        final AtomicInteger events = new AtomicInteger();
+        volatile boolean messaged;
+        volatile boolean closedFirst;
+        volatile boolean stale;
+        RuntimeException openFailure;
+        FlightStream stream;
+        VectorSchemaRoot root;
+        ArrowRowDataReader reader;
+        RowData.FieldGetter[] getters;
+
+        @Override
+        public void onMessage() {
+            messaged = true;
+            arrived();
+        }
+
+        @Override
+        public void onClose() {
+            if (!messaged) {
+                closedFirst = true;
+            }
+            arrived();
+        }
+
+        private void arrived() {
+            events.incrementAndGet();
+            if (!stale && !paused) {
+                ready.signal(BucketStream.this);
+            }
+        }
+    }
+
+    // ---- snapshot phase
+
+    /**
+     * One step of the snapshot phase. A transient failure (the gateway restarting, UNAVAILABLE)
+     * closes the snapshot's DoGets and, after a back-off, starts the phase again from {@link
+     * #snapshotPos} exactly as a restore from a checkpoint would: a new view, the catch-up of the
+     * keys already returned, then the keys after the last one returned, so nothing is skipped and
+     * nothing returned twice. Gives up after {@code scan.reconnect-timeout} without a row.
+     */
+    private List<ChangelogRecord> pollSnapshotPhase() throws IOException {
+        List<ChangelogRecord> rows;
+        try {
+            switch (phase) {
+                case SNAPSHOT_OPEN:
+                    rows = openSnapshot();
+                    break;
+                case CATCH_UP:
+                    rows = pollCatchUp();
+                    break;
+                default:
+                    rows = pollSnapshot();
+            }
+        } catch (IOException | RuntimeException e) {
+            if (!Reconnect.isTransient(e)) {
+                throw e;
+            }
+            snapshotFailed(e);
+            return null;
+        }
+        if (rows != null) {
+            for (ChangelogRecord r : rows) {
+                returned(r);
+            }
+        }
+        return rows;
+    }
+
+    /** Moves {@link #snapshotPos} the way the split state moves when {@code r} is emitted. */
+    private void returned(ChangelogRecord r) {
+        if (snapshotPos == null) {
+            return;
+        }
+        switch (r.kind()) {
+            case SNAPSHOT:
+                snapshotPos = new SnapshotPosition(r.viewOffset(), r.snapshotKey());
+                snapshotProgressed = true;
+                break;
+            case CATCH_UP:
+                snapshotPos = new SnapshotPosition(r.offset() + 1, snapshotPos.afterKey());
+                snapshotProgressed = true;
+                break;
+            case VIEW:
+                if (snapshotPos.hasKey()) {
+                    snapshotPos = new SnapshotPosition(r.viewOffset(), snapshotPos.afterKey());
+                }
+                break;
+            case SNAPSHOT_DONE:
+                snapshotPos = null;
+                break;
+            default:
+                break;
+        }
+    }
+
+    private void snapshotFailed(Exception e) throws IOException {
+        closeCatchUp();
+        if (snapshotReader != null) {
+            snapshotReader.cancel();
+            snapshotReader.close();
+            snapshotReader = null;
+        }
+        if (snapshotRetry == null) {
+            snapshotRetry = new Reconnect(retry, client.describe(ticket) + " (snapshot)", split.tableBucket());
+        }
+        long waitMs = snapshotRetry.failed(e, snapshotProgressed);
+        snapshotProgressed = false;
+        LOG.warn(
+                "The snapshot read of {} of table {}.{} broke ({}); starting it again from {} in {} ms",
+                split.tableBucket(), database, table, e.getMessage(), snapshotPos, waitMs);
+        snapshotBackoff = true;
+        phase = Phase.BACKOFF;
+        reconnectAtMs = System.currentTimeMillis() + waitMs;
+    }
+
+    private List<ChangelogRecord> openSnapshot() throws IOException {
+        SnapshotPosition pos = snapshotPos;
+        TableBucket tb = split.tableBucket();
+        byte[] after = pos.hasKey() ? pos.afterKey() : null;
+        snapshotReader =
+                BucketSnapshotReader.open(client, database, table, split.tableId(), tb, readType, after, 0);
+        long e = snapshotReader.endOffset();
+        snapshotEnd = e;
+        phase = Phase.SNAPSHOT_ROWS;
+        if (after == null) {
+            return null;
+        }
+        if (e < pos.viewOffset()) {
+            throw new IOException(
+                    String.format(
+                            "%s: the new snapshot view is at offset %d, before the checkpointed "
+                                    + "view offset %d (was the table re-created?)",
+                            client.describe(ticket), e, pos.viewOffset()));
+        }
+        if (e == pos.viewOffset()) {
+            return Collections.singletonList(ChangelogRecord.viewMarker(e, tb));
+        }
+        openCatchUp(pos.viewOffset(), e, after);
+        return null;
+    }
+
+    private List<ChangelogRecord> pollSnapshot() throws IOException {
+        List<SnapshotRow> batch = snapshotReader.nextBatch();
+        TableBucket tb = split.tableBucket();
+        if (batch == null) {
+            snapshotReader.close();
+            snapshotReader = null;
+            long e = snapshotEnd;
+            ticket = ticket.toBuilder().setOffset(e).build();
+            nextOffset = e;
+            snapshotBackoff = false;
+            startFollowing();
+            return Collections.singletonList(ChangelogRecord.snapshotDone(e, tb));
+        }
+        if (batch.isEmpty()) {
+            return null;
+        }
+        List<ChangelogRecord> rows = new ArrayList<>(batch.size());
+        for (SnapshotRow row : batch) {
+            rows.add(ChangelogRecord.snapshotRow(row.row(), row.key(), snapshotEnd, tb));
+        }
+        return rows;
+    }
+
+    /**
+     * Opens the changelog {@code [from, to)} of the keys {@code <= afterKey} (a bounded DoGet with
+     * {@code max_key}), read as CATCH_UP rows: the keys emitted before a restore move from the
+     * checkpointed view offset to the new view's.
+     */
+    private void openCatchUp(long from, long to, byte[] afterKey) throws IOException {
         ChangelogTicket t =
                 ticket.toBuilder()
                         .setOffset(from)
@@ -391,37 +586,56 @@ final class BucketStream implements Runnable {
                         .setFollow(false)
                         .setMaxKey(ByteString.copyFrom(afterKey))
                         .build();
-        FlightStream s = client.readChangelog(t);
-        stream = s;
         try {
-            VectorSchemaRoot root = s.getRoot();
-            ArrowRowDataReader reader = ArrowRowDataReader.create(readType, root.getSchema());
-            TableBucket tb = split.tableBucket();
-            long last = from - 1;
-            while (!closed && s.next()) {
-                int n = root.getRowCount();
-                if (n == 0) {
-                    continue;
-                }
-                reader.bind(root);
-                List<ChangelogRecord> rows = new ArrayList<>(n);
-                for (int i = 0; i < n; i++) {
-                    long offset = reader.offset(i);
-                    if (offset <= last || offset >= to) {
-                        throw new IOException(
-                                String.format(
-                                        "%s: catch-up [%d, %d) got offset %d after %d",
-                                        client.describe(t), from, to, offset, last));
-                    }
-                    last = offset;
-                    rows.add(ChangelogRecord.catchUpRow(reader.read(i), offset, reader.commitTimestampMs(i), tb));
-                }
-                handOver(rows);
-            }
+            catchUp = client.readChangelog(t);
+            catchUpReader = ArrowRowDataReader.create(readType, catchUp.getRoot().getSchema());
         } catch (FlightRuntimeException e) {
             throw SetatsGatewayException.of(client.describe(t) + " (catch-up of a resumed snapshot)", e);
-        } finally {
-            stream = null;
+        }
+        catchUpFrom = from;
+        catchUpLast = from - 1;
+        phase = Phase.CATCH_UP;
+    }
+
+    private List<ChangelogRecord> pollCatchUp() throws IOException {
+        long from = catchUpFrom;
+        long to = snapshotEnd;
+        String where = client.describe(ticket) + " catch-up [" + from + ", " + to + ")";
+        TableBucket tb = split.tableBucket();
+        try {
+            if (!catchUp.next()) {
+                closeCatchUp();
+                phase = Phase.SNAPSHOT_ROWS;
+                return Collections.singletonList(ChangelogRecord.viewMarker(to, tb));
+            }
+            VectorSchemaRoot root = catchUp.getRoot();
+            int n = root.getRowCount();
+            if (n == 0) {
+                return null;
+            }
+            ArrowRowDataReader reader = catchUpReader;
+            reader.bind(root);
+            List<ChangelogRecord> rows = new ArrayList<>(n);
+            for (int i = 0; i < n; i++) {
+                long offset = reader.offset(i);
+                if (offset <= catchUpLast || offset >= to) {
+                    throw new IOException(
+                            String.format("%s: got offset %d after %d", where, offset, catchUpLast));
+                }
+                catchUpLast = offset;
+                rows.add(ChangelogRecord.catchUpRow(reader.read(i), offset, reader.commitTimestampMs(i), tb));
+            }
+            return rows;
+        } catch (FlightRuntimeException e) {
+            throw SetatsGatewayException.of(where + " (catch-up of a resumed snapshot)", e);
+        }
+    }
+
+    private void closeCatchUp() {
+        FlightStream s = catchUp;
+        catchUp = null;
+        catchUpReader = null;
+        if (s != null) {
             try {
                 s.close();
             } catch (Exception e) {
@@ -430,39 +644,16 @@ final class BucketStream implements Runnable {
         }
     }
 
-    private void handOver(List<ChangelogRecord> rows) throws InterruptedException {
-        awaitNotPaused();
-        handover.put(new Batch(split.splitId(), rows), this::isOpen);
-    }
-
-    private void fail(Throwable t) {
+    private IOException failure(Exception e) {
         Throwable cause =
-                t instanceof FlightRuntimeException
-                        ? SetatsGatewayException.of(client.describe(ticket), t)
-                        : t;
+                e instanceof FlightRuntimeException ? SetatsGatewayException.of(client.describe(ticket), e) : e;
         IOException failure =
                 new IOException(
                         String.format(
                                 "Reading the changelog of %s of table %s.%s from %s failed: %s",
-                                split.tableBucket(),
-                                ticket.getDatabase(),
-                                ticket.getTable(),
-                                position(),
-                                cause.getMessage()),
+                                split.tableBucket(), database, table, position(), cause.getMessage()),
                         cause);
         LOG.warn("{}", failure.getMessage());
-        try {
-            handover.put(new Failure(split.splitId(), failure), this::isOpen);
-        } catch (InterruptedException ignored) {
-            Thread.currentThread().interrupt();
-        }
-    }
-
-    private void awaitNotPaused() throws InterruptedException {
-        synchronized (pauseLock) {
-            while (paused && !closed) {
-                pauseLock.wait();
-            }
-        }
+        return failure;
     }
 }

@@ -19,81 +19,103 @@ import java.io.IOException;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashSet;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 
 /**
- * SetatsSplitReader reads all splits of one source reader, each through its own live DoGet stream
- * ({@link BucketStream}). The streams hand converted record batches over through one bounded
- * {@link Handover}; {@link #fetch()} blocks on it until the gateway pushes rows (no polling timer) or {@link
- * #wakeUp()} is called, and returns one record batch of one split per call, in the order the
- * bucket's stream produced them.
+ * SetatsSplitReader reads all splits of one source reader on the reader's single fetcher thread
+ * ({@code SingleThreadFetcherManager}): no thread per split. Each split keeps its own live DoGet
+ * ({@link BucketStream}); gRPC delivers the messages of all of them and queues the split whose
+ * DoGet has a message in {@link ReadySplits}. {@link #fetch()} waits on that queue (no polling
+ * timer) until a split is ready or {@link #wakeUp()} is called, converts one record batch of the
+ * head split and returns it; a split with more batches goes back to the tail of the queue, so
+ * splits with a backlog take turns batch by batch. A split's batches come in the order its bucket's
+ * stream produced them.
  *
- * <p>Used by one fetcher thread ({@code SingleThreadFetcherManager}); {@link #wakeUp()} may be
- * called from other threads. A stream that breaks transiently (the gateway restarting, UNAVAILABLE,
- * the stream ended) reconnects from the offset after its last row with back-off ({@link
- * Reconnect}, {@code scan.reconnect-timeout}). A stream that fails for good (OutOfRange for an
- * expired position, NotFound, an offset gap, or no progress within the reconnect timeout) makes
- * {@link #fetch()} throw an {@link IOException} carrying the gateway's message, which fails the
- * task: the job restarts from its last checkpoint or fails.
+ * <p>Back pressure and memory: the fetcher thread blocks while Flink's element queue is full and
+ * then reads nothing, so each DoGet stops at the few record batches Arrow Flight requests ahead
+ * (see {@link BucketStream}), and gRPC's flow control stops the gateway.
+ *
+ * <p>{@link #wakeUp()} and {@link #pauseOrResumeSplits} may be called from other threads. A stream
+ * that breaks transiently (the gateway restarting, UNAVAILABLE, the stream ended) reconnects from
+ * the offset after its last row with back-off ({@link Reconnect}, {@code scan.reconnect-timeout})
+ * while the other splits go on. A stream that fails for good (OutOfRange for an expired position,
+ * NotFound, an offset gap, or no progress within the reconnect timeout) makes {@link #fetch()} throw
+ * an {@link IOException} carrying the gateway's message, which fails the task: the job restarts
+ * from its last checkpoint or fails.
  */
 public final class SetatsSplitReader implements SplitReader<ChangelogRecord, SetatsSplit> {
 
     private static final Logger LOG = LoggerFactory.getLogger(SetatsSplitReader.class);
 
-    /** Record batches waiting for the fetcher, shared by all streams of this reader. */
-    static final int HANDOVER_CAPACITY = 16;
-
-    private static final Object WAKE_UP = new Object();
-    private static final long CLOSE_WAIT_MS = 10_000;
-
     private final SetatsSourceConfig config;
     private final RowType readType;
-    private final String threadNamePrefix;
     private final GatewayClient client;
     private final Reconnect.Settings retry;
-    private final Handover handover = new Handover(HANDOVER_CAPACITY);
-    private final Map<String, BucketStream> streams = new LinkedHashMap<>();
+    private final ReadySplits ready = new ReadySplits();
+    private final Map<String, BucketStream> streams = new ConcurrentHashMap<>();
     private final Set<String> finishedSplits = new HashSet<>();
 
+    /** @param subtaskIndex the source subtask (unused since the reader has no threads to name) */
     public SetatsSplitReader(SetatsSourceConfig config, RowType readType, int subtaskIndex) {
         this.config = config;
         this.readType = readType;
-        this.threadNamePrefix =
-                "setats-cdc " + config.tablePath() + " reader " + subtaskIndex;
         this.client = config.connect();
         this.retry = Reconnect.Settings.withTimeout(config.reconnectTimeout());
     }
 
     @Override
     public RecordsWithSplitIds<ChangelogRecord> fetch() throws IOException {
-        Object next;
-        try {
-            next = handover.take();
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            return finishedOnly();
-        }
-        if (next instanceof BucketStream.Failure) {
-            BucketStream.Failure f = (BucketStream.Failure) next;
-            if (streams.containsKey(f.splitId)) {
-                Throwable c = f.cause;
-                throw c instanceof IOException ? (IOException) c : new IOException(c.getMessage(), c);
+        while (true) {
+            long waitMs = reconnectDueStreams();
+            Object next;
+            try {
+                next = ready.take(waitMs);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return finishedOnly();
             }
-            return finishedOnly();
-        }
-        if (next instanceof BucketStream.Batch) {
-            BucketStream.Batch b = (BucketStream.Batch) next;
-            if (streams.containsKey(b.splitId)) {
+            if (next == ReadySplits.WOKEN_UP) {
+                return finishedOnly();
+            }
+            if (next == null) {
+                continue; // a back-off is over
+            }
+            BucketStream s = (BucketStream) next;
+            if (streams.get(s.splitId()) != s || s.isPaused()) {
+                continue; // removed meanwhile, or paused: resume() queues it again
+            }
+            List<ChangelogRecord> rows = s.poll();
+            if (s.hasWork() && !s.isPaused()) {
+                ready.signal(s);
+            }
+            if (rows != null && !rows.isEmpty()) {
                 RecordsBySplits.Builder<ChangelogRecord> out = new RecordsBySplits.Builder<>();
-                out.addAll(b.splitId, b.records);
+                out.addAll(s.splitId(), rows);
                 out.addFinishedSplits(drainFinished());
                 return out.build();
             }
         }
-        return finishedOnly(); // WAKE_UP, or a batch of a split removed meanwhile
+    }
+
+    /**
+     * Reopens the streams whose reconnect back-off is over.
+     *
+     * @return ms until the next back-off ends, or -1 when no stream waits
+     */
+    private long reconnectDueStreams() {
+        long now = System.currentTimeMillis();
+        long nextAt = Long.MAX_VALUE;
+        for (BucketStream s : streams.values()) {
+            s.reconnectIfDue(now);
+            long at = s.reconnectAtMs();
+            if (at >= 0) {
+                nextAt = Math.min(nextAt, at);
+            }
+        }
+        return nextAt == Long.MAX_VALUE ? -1 : Math.max(1, nextAt - now);
     }
 
     private RecordsWithSplitIds<ChangelogRecord> finishedOnly() {
@@ -119,28 +141,18 @@ public final class SetatsSplitReader implements SplitReader<ChangelogRecord, Set
                 LOG.info("Reading {} of table {}", split, config.tablePath());
                 BucketStream s =
                         new BucketStream(
-                                client,
-                                config.database(),
-                                config.table(),
-                                split,
-                                readType,
-                                handover,
-                                threadNamePrefix,
-                                retry);
+                                client, config.database(), config.table(), split, readType, ready, retry);
                 streams.put(split.splitId(), s);
                 s.start();
             }
         } else if (splitsChanges instanceof SplitsRemoval) {
-            List<BucketStream> removed = new ArrayList<>();
             for (SetatsSplit split : splitsChanges.splits()) {
                 BucketStream s = streams.remove(split.splitId());
                 if (s != null) {
                     s.close();
-                    removed.add(s);
                     finishedSplits.add(split.splitId());
                 }
             }
-            joinAll(removed);
             wakeUp();
         } else {
             throw new UnsupportedOperationException(
@@ -150,12 +162,14 @@ public final class SetatsSplitReader implements SplitReader<ChangelogRecord, Set
 
     @Override
     public void wakeUp() {
-        handover.add(WAKE_UP);
+        ready.wakeUp();
     }
 
     @Override
     public void pauseOrResumeSplits(
             Collection<SetatsSplit> splitsToPause, Collection<SetatsSplit> splitsToResume) {
+        // Called from the task thread while the fetcher may run: the map is concurrent and a
+        // BucketStream's pause state is thread-safe.
         for (SetatsSplit split : splitsToPause) {
             BucketStream s = streams.get(split.splitId());
             if (s != null) {
@@ -170,7 +184,7 @@ public final class SetatsSplitReader implements SplitReader<ChangelogRecord, Set
         }
     }
 
-    /** Number of live bucket streams (for tests and metrics). */
+    /** Number of splits being read (for tests and metrics). */
     int liveStreams() {
         return streams.size();
     }
@@ -182,25 +196,10 @@ public final class SetatsSplitReader implements SplitReader<ChangelogRecord, Set
         for (BucketStream s : all) {
             s.close();
         }
-        handover.close(); // releases streams waiting to hand over
-        joinAll(all);
         try {
             client.close();
         } catch (RuntimeException e) {
             LOG.warn("Closing the gateway client of {} failed", config.tablePath(), e);
-        }
-    }
-
-    private void joinAll(List<BucketStream> all) {
-        for (BucketStream s : all) {
-            try {
-                if (!s.join(CLOSE_WAIT_MS)) {
-                    LOG.warn("The stream of split {} did not stop within {} ms", s.splitId(), CLOSE_WAIT_MS);
-                }
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                return;
-            }
         }
     }
 }

@@ -13,6 +13,7 @@ import io.setats.proto.v1.WriteAck;
 import org.apache.flink.connector.base.source.reader.RecordsWithSplitIds;
 import org.apache.flink.connector.base.source.reader.splitreader.SplitsAddition;
 import org.apache.flink.table.api.DataTypes;
+import org.apache.flink.table.data.RowData;
 import org.apache.flink.table.types.logical.RowType;
 import org.apache.flink.types.RowKind;
 import org.junit.jupiter.api.BeforeAll;
@@ -111,6 +112,49 @@ class SetatsSplitReaderITCase {
                 write(c, DB, "t", TYPE, Collections.singletonList(row(RowKind.DELETE, 4, null)));
                 assertThat(describe(fetch(reader, 1))).containsExactly("7 -D[4, d]");
             }
+        }
+    }
+
+    /**
+     * Four splits on the one fetcher thread: no thread per split, each split's rows dense and in
+     * order, and a row of one bucket arrives while the other three streams are idle (a fetcher
+     * blocked on an idle stream would time this test out).
+     */
+    @Test
+    void readsAllSplitsOnTheFetcherThreadWithoutAThreadPerSplit() throws Exception {
+        int buckets = 4;
+        int rows = 400;
+        List<RowData> backlog = new ArrayList<>();
+        for (int i = 0; i < rows; i++) {
+            backlog.add(insert(i, "v" + i));
+        }
+        try (GatewayClient c = GATEWAY.client()) {
+            create(c, spec(DB, "multi", TYPE, Collections.singletonList("id"), Collections.emptyList(), buckets, Collections.emptyMap()));
+            write(c, DB, "multi", TYPE, backlog);
+        }
+        List<SetatsSplit> splits = new ArrayList<>();
+        for (int b = 0; b < buckets; b++) {
+            splits.add(SetatsSplit.atOffset(new TableBucket("", b), 0));
+        }
+        try (SetatsSplitReader reader = new SetatsSplitReader(config("multi"), TYPE, 0)) {
+            reader.handleSplitsChanges(new SplitsAddition<>(splits));
+            List<ChangelogRecord> got = fetch(reader, rows);
+            assertThat(got).hasSize(rows);
+            long[] next = new long[buckets];
+            for (ChangelogRecord r : got) {
+                int b = r.tableBucket().bucket();
+                assertThat(r.offset()).as("offset in bucket %d", b).isEqualTo(next[b]);
+                next[b]++;
+            }
+            for (Thread t : Thread.getAllStackTraces().keySet()) {
+                assertThat(t.getName()).as("a thread of the split reader").doesNotContain(DB + ".multi");
+            }
+
+            try (GatewayClient c = GATEWAY.client()) {
+                write(c, DB, "multi", TYPE, Collections.singletonList(insert(rows, "late")));
+            }
+            List<ChangelogRecord> late = fetch(reader, 1);
+            assertThat(late.get(0).row().getString(1).toString()).isEqualTo("late");
         }
     }
 
