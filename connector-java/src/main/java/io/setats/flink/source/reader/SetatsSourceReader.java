@@ -19,7 +19,8 @@ import java.util.function.Supplier;
 
 /**
  * SetatsSourceReader is the source reader of {@link io.setats.flink.source.SetatsCdcSource}: one
- * fetcher thread running a {@link SetatsSplitReader}, whose bucket streams push changelog rows;
+ * fetcher thread running a {@link SetatsSplitReader}, which multiplexes the DoGets of all the
+ * reader's splits (no thread per split);
  * the split state is the next offset after the last emitted row ({@link SetatsSplitState}), which
  * {@code snapshotState} stores in each checkpoint.
  *
