@@ -114,14 +114,8 @@ class SetatsSinkExactlyOnceITCase {
     @ParameterizedTest
     @EnumSource(MergeEngine.class)
     void changelogEqualsFailureFreeRun(MergeEngine engine) throws Exception {
-        String clean = table("clean_" + engine);
         String faulty = table("faulty_" + engine);
-        createTableIfPartial(engine, clean);
-        createTableIfPartial(engine, faulty);
-
-        runChunkedJob(engine, clean, DeliveryGuarantee.EXACTLY_ONCE);
-        Map<String, List<String>> expected = changelogByBucket(clean);
-        assertThat(expected).isNotEmpty();
+        Map<String, List<String>> expected = failureFreeChangelog(engine, "clean_", faulty);
 
         ChunkedSource.COMPLETED_CHUNKS.set(0);
         FailurePlan plan = new FailurePlan(new Random(engine.ordinal() * 31L + 7));
@@ -172,13 +166,8 @@ class SetatsSinkExactlyOnceITCase {
     @EnumSource(MergeEngine.class)
     void changelogEqualsFailureFreeRunWhenTaskManagersDie(
             MergeEngine engine, @InjectMiniCluster MiniCluster cluster) throws Exception {
-        String clean = table("tm_clean_" + engine);
         String faulty = table("tm_faulty_" + engine);
-        createTableIfPartial(engine, clean);
-        createTableIfPartial(engine, faulty);
-        runChunkedJob(engine, clean, DeliveryGuarantee.EXACTLY_ONCE);
-        Map<String, List<String>> expected = changelogByBucket(clean);
-        assertThat(expected).isNotEmpty();
+        Map<String, List<String>> expected = failureFreeChangelog(engine, "tm_clean_", faulty);
         long abortedBefore = metric("setats_staging_aborted_rows_total", faulty);
 
         TaskManagerKills kills =
@@ -419,6 +408,22 @@ class SetatsSinkExactlyOnceITCase {
 
     private static String table(String prefix) {
         return prefix.toLowerCase() + "_" + TABLES.incrementAndGet();
+    }
+
+    /**
+     * Creates the faulty run's table (partial-update tables are created up front, the others by
+     * the sink), runs the chunked job without failures into a table of its own and returns that
+     * changelog per bucket: what the faulty run must produce.
+     */
+    private static Map<String, List<String>> failureFreeChangelog(
+            MergeEngine engine, String cleanPrefix, String faulty) throws Exception {
+        String clean = table(cleanPrefix + engine);
+        createTableIfPartial(engine, clean);
+        createTableIfPartial(engine, faulty);
+        runChunkedJob(engine, clean, DeliveryGuarantee.EXACTLY_ONCE);
+        Map<String, List<String>> expected = changelogByBucket(clean);
+        assertThat(expected).isNotEmpty();
+        return expected;
     }
 
     /** PARTIAL_UPDATE tables get a column the sinks do not declare (partial-column sinks). */
