@@ -83,30 +83,28 @@ func (s *Server) doGetSnapshot(ot *openTable, id store.BucketID, t *setatspb.Cha
 		after = nil
 	}
 	filtered := parts != nil && !parts[id.Partition]
-	var page []store.SnapshotRow
 	sent := false
+	var keyBuf []byte
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil
 		}
 		var more bool
 		if !filtered {
+			// Rows go from the view's iterator straight into the Arrow builders (no merge.Row,
+			// no copy of keys or values besides the one into the batch's buffers).
 			err := ot.use(s, func(*storeTable) error {
 				var err error
-				page, more, err = view.Scan(after, maxRows, maxBytes, page[:0])
+				more, err = view.ScanEncoded(after, maxRows, maxBytes, bld.AppendEncoded)
 				return err
 			})
 			if err != nil {
 				return wrapStatus(err, "%s: snapshot at offset %d", where, view.EndOffset())
 			}
 		}
-		for _, r := range page {
-			if err := bld.Append(r.Key, r.Row); err != nil {
-				return err
-			}
-		}
-		if len(page) > 0 {
-			after = page[len(page)-1].Key
+		if bld.Len() > 0 {
+			keyBuf = bld.LastKey(keyBuf[:0])
+			after = keyBuf
 		}
 		if bld.Len() > 0 || !sent {
 			rec := bld.NewRecordBatch()

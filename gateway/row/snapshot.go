@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/setats/setats/catalog"
+	"github.com/setats/setats/gateway/rowcodec"
 	"github.com/setats/setats/merge"
 )
 
@@ -50,12 +51,14 @@ func ProjectedSnapshotSchema(tbl *catalog.Table, cols []int, partition string, b
 // SnapshotBuilder accumulates snapshot rows and turns them into record batches of
 // SnapshotSchema (or ProjectedSnapshotSchema). Not safe for concurrent use; Release when done.
 type SnapshotBuilder struct {
-	tbl   *catalog.Table
-	rb    *array.RecordBuilder
-	key   *array.BinaryBuilder
-	proj  []int // table column of each output column
-	cols  []func(v any) bool
-	bytes int
+	tbl    *catalog.Table
+	rb     *array.RecordBuilder
+	key    *array.BinaryBuilder
+	proj   []int // table column of each output column
+	cols   []func(v any) bool
+	bytes  int
+	enc    *rowcodec.ArrowAppender // AppendEncoded's decoder; nil with encErr set when it cannot be made
+	encErr error
 }
 
 // NewSnapshotBuilder returns a builder for schema, which must be SnapshotSchema(tbl, ...).
@@ -74,8 +77,18 @@ func NewProjectedSnapshotBuilder(mem memory.Allocator, tbl *catalog.Table, cols 
 	}
 	rb := array.NewRecordBuilder(mem, schema)
 	b := &SnapshotBuilder{tbl: tbl, rb: rb, key: rb.Field(0).(*array.BinaryBuilder), proj: cols, cols: make([]func(any) bool, len(cols))}
-	for i := range cols {
+	out := make([]array.Builder, len(tbl.Columns))
+	for i, c := range cols {
 		b.cols[i] = valueAppender(rb.Field(1 + i))
+		if c >= 0 && c < len(out) {
+			if out[c] != nil {
+				b.encErr = fmt.Errorf("column %q projected twice", tbl.Columns[c].Name)
+			}
+			out[c] = rb.Field(1 + i)
+		}
+	}
+	if b.encErr == nil {
+		b.enc, b.encErr = rowcodec.NewArrowAppender(tbl, out)
 	}
 	return b
 }
@@ -101,6 +114,32 @@ func (b *SnapshotBuilder) Append(key []byte, r merge.Row) error {
 		}
 	}
 	return nil
+}
+
+// AppendEncoded adds one row given as its encoded key and its stored value (rowcodec.EncodeValue
+// of the full row; store.SnapshotView.ScanEncoded), decoding the value straight into the column
+// builders; key and val may be reused after the call. A malformed value is ErrInternal; the
+// builder is then unusable.
+func (b *SnapshotBuilder) AppendEncoded(key, val []byte) error {
+	if b.encErr != nil {
+		return errorf(ErrInternal, "table %s: snapshot row: %v", b.tbl.QualifiedName(), b.encErr)
+	}
+	b.key.Append(key)
+	n, err := b.enc.Append(val)
+	if err != nil {
+		return errorf(ErrInternal, "table %s: snapshot row: %v", b.tbl.QualifiedName(), err)
+	}
+	b.bytes += len(key) + n
+	return nil
+}
+
+// LastKey appends the encoded key of the last row appended since the last NewRecordBatch to dst
+// and returns it (dst unchanged when there is none): the resume key of the next scan.
+func (b *SnapshotBuilder) LastKey(dst []byte) []byte {
+	if n := b.key.Len(); n > 0 {
+		return append(dst, b.key.Value(n-1)...)
+	}
+	return dst
 }
 
 // Len returns the rows appended since the last NewRecordBatch; Bytes about their Arrow size.

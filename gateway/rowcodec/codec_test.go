@@ -17,13 +17,7 @@ import (
 
 func TestValueRoundTrip(t *testing.T) {
 	tbl := rowtest.AllTypes()
-	nulls := make(merge.Row, len(tbl.Columns))
-	nulls[0], nulls[1], nulls[5] = int32(0), "", int64(0)
-	extremes := merge.Row{
-		int32(math.MinInt32), "\x00\xff", false, int8(math.MinInt8), int16(math.MinInt16), int64(math.MinInt64),
-		float32(math.Inf(-1)), math.NaN(), decimal128.New(math.MinInt64, 0), "", "日本語🙂", []byte{},
-		arrow.Date32(math.MinInt32), arrow.Time32(86399999), arrow.Timestamp(math.MaxInt64), arrow.Timestamp(math.MinInt64), arrow.Timestamp(0),
-	}
+	nulls, extremes := rowtest.NullsRow(), rowtest.ExtremesRow()
 	decs := []decimal128.Num{decimal128.FromI64(-1), decimal128.FromI64(1), decimal128.New(-1, 0), decimal128.New(1<<62, math.MaxUint64), decimal128.GetMaxValue(38).Negate()}
 	rows := []merge.Row{rowtest.FullRow(1, "a"), nulls, extremes}
 	for _, d := range decs {

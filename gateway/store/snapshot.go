@@ -135,6 +135,23 @@ func (v *SnapshotView) EndOffset() int64 { return v.end }
 // ErrInternal.
 func (v *SnapshotView) Scan(after []byte, maxRows, maxBytes int, dst []SnapshotRow) (rows []SnapshotRow, more bool, err error) {
 	dst = dst[:0]
+	dec := rowcodec.ValueDecoder{Table: v.t.tbl}
+	more, err = v.ScanEncoded(after, maxRows, maxBytes, func(key, val []byte) error {
+		r, err := dec.Decode(val)
+		if err != nil {
+			return err
+		}
+		dst = append(dst, SnapshotRow{Key: bytes.Clone(key), Row: r})
+		return nil
+	})
+	return dst, more, err
+}
+
+// ScanEncoded is Scan without decoding: it calls fn with each row's key (as in SnapshotRow.Key)
+// and its stored value (rowcodec.EncodeValue of the full row), both valid only during the call
+// (copy what you keep), for the same rows Scan would return. An error of fn is returned as an
+// ErrInternal error (a malformed stored value) and ends the scan. Errors: as Scan.
+func (v *SnapshotView) ScanEncoded(after []byte, maxRows, maxBytes int, fn func(key, val []byte) error) (more bool, err error) {
 	if maxRows <= 0 {
 		maxRows = 4096
 	}
@@ -142,13 +159,13 @@ func (v *SnapshotView) Scan(after []byte, maxRows, maxBytes int, dst []SnapshotR
 	defer v.mu.Unlock()
 	t := v.t
 	if v.snap == nil {
-		return dst, false, errorf(ErrAborted, "table %s: snapshot view of bucket %d at offset %d was released (%s); resume after the last key with a new view",
+		return false, errorf(ErrAborted, "table %s: snapshot view of bucket %d at offset %d was released (%s); resume after the last key with a new view",
 			t.tbl.QualifiedName(), v.id.Bucket, v.end, v.why)
 	}
 	v.leaseEnd = t.clock() + t.viewLeaseMs()
 	it, err := v.snap.NewIter(&pebble.IterOptions{LowerBound: v.prefix, UpperBound: prefixEnd(v.prefix)})
 	if err != nil {
-		return dst, false, t.internal(err)
+		return false, t.internal(err)
 	}
 	defer it.Close()
 	var ok bool
@@ -161,24 +178,22 @@ func (v *SnapshotView) Scan(after []byte, maxRows, maxBytes int, dst []SnapshotR
 			ok = it.Next()
 		}
 	}
-	dec := rowcodec.ValueDecoder{Table: t.tbl}
-	size := 0
+	size, n := 0, 0
 	for ; ok; ok = it.Next() {
-		if len(dst) >= maxRows || (maxBytes > 0 && size >= maxBytes && len(dst) > 0) {
-			return dst, true, nil
+		if n >= maxRows || (maxBytes > 0 && size >= maxBytes && n > 0) {
+			return true, nil
 		}
 		val, err := it.ValueAndErr()
 		if err != nil {
-			return dst, false, t.internal(err)
+			return false, t.internal(err)
 		}
-		r, err := dec.Decode(val)
-		if err != nil {
-			return dst, false, t.internal(err)
+		if err := fn(it.Key()[len(v.prefix):], val); err != nil {
+			return false, t.internal(err)
 		}
-		dst = append(dst, SnapshotRow{Key: bytes.Clone(it.Key()[len(v.prefix):]), Row: r})
+		n++
 		size += len(val)
 	}
-	return dst, false, t.internalOrNil(it.Error())
+	return false, t.internalOrNil(it.Error())
 }
 
 // Release frees the view (its Pebble snapshot). Safe to call more than once.

@@ -3,6 +3,7 @@
 package rowtest
 
 import (
+	"math"
 	"strconv"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -89,6 +90,24 @@ func FullRow(id int32, k string) merge.Row {
 		id, k, true, int8(-3), int16(300), int64(1) << 40, float32(1.5), -2.25,
 		decimal128.FromI64(-1234), "abc", "héllo", []byte{0, 1, 2}, arrow.Date32(20786), arrow.Time32(36000123),
 		arrow.Timestamp(1_795_946_400_123_456_789), arrow.Timestamp(1_795_946_400_123), arrow.Timestamp(-1),
+	}
+}
+
+// NullsRow is a row of AllTypes with every nullable column null (the key columns and c_big set
+// to their zero values).
+func NullsRow() merge.Row {
+	r := make(merge.Row, 17)
+	r[0], r[1], r[5] = int32(0), "", int64(0)
+	return r
+}
+
+// ExtremesRow is a row of AllTypes with extreme values: minimums, infinities, NaN, empty and
+// zero-byte strings, multi-byte UTF-8.
+func ExtremesRow() merge.Row {
+	return merge.Row{
+		int32(math.MinInt32), "\x00\xff", false, int8(math.MinInt8), int16(math.MinInt16), int64(math.MinInt64),
+		float32(math.Inf(-1)), math.NaN(), decimal128.New(math.MinInt64, 0), "", "日本語🙂", []byte{},
+		arrow.Date32(math.MinInt32), arrow.Time32(86399999), arrow.Timestamp(math.MaxInt64), arrow.Timestamp(math.MinInt64), arrow.Timestamp(0),
 	}
 }
 
