@@ -13,7 +13,9 @@ import org.apache.arrow.vector.SmallIntVector;
 import org.apache.arrow.vector.TimeMilliVector;
 import org.apache.arrow.vector.TimeStampMicroTZVector;
 import org.apache.arrow.vector.TimeStampMilliTZVector;
+import org.apache.arrow.vector.TimeStampMilliVector;
 import org.apache.arrow.vector.TimeStampNanoVector;
+import org.apache.arrow.vector.TimeStampSecVector;
 import org.apache.arrow.vector.TinyIntVector;
 import org.apache.arrow.vector.VarBinaryVector;
 import org.apache.arrow.vector.VarCharVector;
@@ -108,14 +110,29 @@ class ArrowRowDataReaderTest {
 
     /** Fills two rows: a full one (kind +U, offset 41) and one with every nullable column null (-D, 42). */
     private VectorSchemaRoot fill() {
-        VectorSchemaRoot root = VectorSchemaRoot.create(changelogSchema(), allocator);
+        return fill(changelogSchema());
+    }
+
+    /**
+     * Fills two rows of {@code schema} (changelogSchema, or a snapshot stream's schema: {@code _key}
+     * and the columns, some extra timestamp units): a full one and one with every nullable column
+     * null; columns the schema lacks are skipped.
+     */
+    private VectorSchemaRoot fill(Schema schema) {
+        VectorSchemaRoot root = VectorSchemaRoot.create(schema, allocator);
         root.allocateNew();
-        ((TinyIntVector) root.getVector("_row_kind")).setSafe(0, 2);
-        ((TinyIntVector) root.getVector("_row_kind")).setSafe(1, 3);
-        ((BigIntVector) root.getVector("_offset")).setSafe(0, 41);
-        ((BigIntVector) root.getVector("_offset")).setSafe(1, 42);
-        ((TimeStampMilliTZVector) root.getVector("_commit_timestamp")).setSafe(0, 1_767_196_800_000L);
-        ((TimeStampMilliTZVector) root.getVector("_commit_timestamp")).setSafe(1, 1_767_196_800_001L);
+        if (root.getVector("_row_kind") != null) {
+            ((TinyIntVector) root.getVector("_row_kind")).setSafe(0, 2);
+            ((TinyIntVector) root.getVector("_row_kind")).setSafe(1, 3);
+            ((BigIntVector) root.getVector("_offset")).setSafe(0, 41);
+            ((BigIntVector) root.getVector("_offset")).setSafe(1, 42);
+            ((TimeStampMilliTZVector) root.getVector("_commit_timestamp")).setSafe(0, 1_767_196_800_000L);
+            ((TimeStampMilliTZVector) root.getVector("_commit_timestamp")).setSafe(1, 1_767_196_800_001L);
+        }
+        if (root.getVector("_key") != null) {
+            ((VarBinaryVector) root.getVector("_key")).setSafe(0, new byte[] {0, 1});
+            ((VarBinaryVector) root.getVector("_key")).setSafe(1, new byte[] {0, 2, (byte) 0xff});
+        }
         ((IntVector) root.getVector("id")).setSafe(0, 1);
         ((IntVector) root.getVector("id")).setSafe(1, 2);
         ((BitVector) root.getVector("flag")).setSafe(0, 1);
@@ -131,7 +148,14 @@ class ArrowRowDataReaderTest {
         ((TimeMilliVector) root.getVector("tod")).setSafe(0, 3_600_123);
         ((TimeStampNanoVector) root.getVector("ts")).setSafe(0, -1L); // 1 ns before the epoch
         ((TimeStampMicroTZVector) root.getVector("ltz")).setSafe(0, 1_767_196_800_123_456L);
-        for (String c : Arrays.asList("flag", "tiny", "small", "big", "f", "d", "dec", "s", "bin", "day", "tod", "ts", "ltz")) {
+        List<String> nullable =
+                new ArrayList<>(Arrays.asList("flag", "tiny", "small", "big", "f", "d", "dec", "s", "bin", "day", "tod", "ts", "ltz"));
+        if (root.getVector("ts_s") != null) {
+            ((TimeStampSecVector) root.getVector("ts_s")).setSafe(0, -86_401L);
+            ((TimeStampMilliVector) root.getVector("ts_ms")).setSafe(0, 1_767_196_800_123L);
+            nullable.addAll(Arrays.asList("ts_s", "ts_ms"));
+        }
+        for (String c : nullable) {
             root.getVector(c).setNull(1);
         }
         root.setRowCount(2);
@@ -221,6 +245,60 @@ class ArrowRowDataReaderTest {
                     assertThat((byte[]) got).as("row %d field %d", r, i).containsExactly((byte[]) want);
                 } else {
                     assertThat(got).as("row %d field %d", r, i).isEqualTo(want);
+                }
+            }
+        }
+    }
+
+    /**
+     * The snapshot read's batch conversion (BucketSnapshotReader: readBinaryRows over a stream of
+     * {@code _key} and the columns, no RowKind column): every type the gateway sends (TIMESTAMP in
+     * all four units), nulls, and projections (all columns, a reordered subset, one column, none):
+     * every row {@code +I}, the keys as sent, and field by field what read gives.
+     */
+    @Test
+    void snapshotBatchConversionEveryTypeNullsAndProjection() {
+        List<Field> f = new ArrayList<>();
+        f.add(field("_key", ArrowType.Binary.INSTANCE, false));
+        f.addAll(changelogSchema().getFields().subList(3, changelogSchema().getFields().size()));
+        f.add(field("ts_s", new ArrowType.Timestamp(TimeUnit.SECOND, null), true));
+        f.add(field("ts_ms", new ArrowType.Timestamp(TimeUnit.MILLISECOND, null), true));
+        Schema schema = new Schema(f);
+        List<DataTypes.Field> all = new ArrayList<>();
+        RowType every = allTypes();
+        for (int i = 0; i < every.getFieldCount(); i++) {
+            all.add(DataTypes.FIELD(every.getFieldNames().get(i), DataTypes.of(every.getTypeAt(i))));
+        }
+        all.add(DataTypes.FIELD("ts_s", DataTypes.TIMESTAMP(0)));
+        all.add(DataTypes.FIELD("ts_ms", DataTypes.TIMESTAMP(3)));
+        List<RowType> projections =
+                Arrays.asList(
+                        (RowType) DataTypes.ROW(all.toArray(new DataTypes.Field[0])).getLogicalType(),
+                        (RowType)
+                                DataTypes.ROW(all.get(15), all.get(8), all.get(0), all.get(7), all.get(12))
+                                        .getLogicalType(),
+                        (RowType) DataTypes.ROW(all.get(9)).getLogicalType(),
+                        (RowType) DataTypes.ROW().getLogicalType());
+        for (RowType type : projections) {
+            try (VectorSchemaRoot root = fill(schema)) {
+                ArrowRowDataReader reader = ArrowRowDataReader.create(type, schema);
+                assertThat(reader.hasKeyColumn()).isTrue();
+                assertThat(reader.hasChangelogColumns()).isFalse();
+                reader.bind(root);
+                List<GenericRowData> expected = Arrays.asList(reader.read(0), reader.read(1));
+                org.apache.flink.table.data.binary.BinaryRowData[] rows = reader.readBinaryRows(2);
+                assertThat(reader.key(0)).containsExactly(0, 1);
+                assertThat(reader.key(1)).containsExactly(0, 2, 0xff);
+                assertThat(rows[0].getRowKind()).isEqualTo(RowKind.INSERT);
+                assertThat(rows[1].getRowKind()).isEqualTo(RowKind.INSERT);
+                assertSameRows(type, reader.fieldGetters(), expected, rows);
+                if (type.getFieldCount() == all.size()) {
+                    assertThat(rows[0].getTimestamp(14, 0)).isEqualTo(TimestampData.fromEpochMillis(-86_401_000L));
+                    assertThat(rows[0].getTimestamp(15, 3)).isEqualTo(TimestampData.fromEpochMillis(1_767_196_800_123L));
+                    assertThat(rows[0].getString(8).toString()).isEqualTo("h\u00e9llo");
+                    for (int i = 1; i < type.getFieldCount(); i++) {
+                        assertThat(rows[1].isNullAt(i)).as("field %d", i).isTrue();
+                    }
                 }
             }
         }

@@ -15,7 +15,7 @@ import java.util.Objects;
  * row is owned by the record (no Arrow memory behind it). The row may be of any {@link RowData}
  * class: changelog rows read from a stream are {@link
  * org.apache.flink.table.data.binary.BinaryRowData} (read them with the typed getters, or {@link
- * #field(int)}), snapshot rows are {@link org.apache.flink.table.data.GenericRowData}.
+ * #field(int)}), and so are snapshot rows (BucketSnapshotReader).
  *
  * <p>With {@code startup.mode = 'initial'} (SPEC section 9) a split first yields {@link
  * Kind#SNAPSHOT} rows: the bucket's merged rows as {@code +I}, with offset -1 and commit timestamp
@@ -91,6 +91,18 @@ public final class ChangelogRecord {
     /** A changelog row of a key already emitted by a resumed snapshot (catch-up). */
     public static ChangelogRecord catchUpRow(RowData row, long offset, long commitTimestampMs, TableBucket tableBucket) {
         return new ChangelogRecord(Kind.CATCH_UP, Objects.requireNonNull(row, "row"), offset, commitTimestampMs, tableBucket, null, -1);
+    }
+
+    /**
+     * A merged row of a snapshot, as {@link #snapshotRow(RowData, byte[], long, TableBucket)},
+     * whose fields {@link #field(int)} reads with {@code getters} (one per field of the read type;
+     * snapshot reads return {@link org.apache.flink.table.data.binary.BinaryRowData}).
+     */
+    public static ChangelogRecord snapshotRow(
+            RowData row, byte[] key, long viewOffset, TableBucket tableBucket, RowData.FieldGetter[] getters) {
+        ChangelogRecord r = snapshotRow(row, key, viewOffset, tableBucket);
+        r.getters = Objects.requireNonNull(getters, "getters");
+        return r;
     }
 
     /** Marker: the emitted keys are caught up to {@code viewOffset}. */

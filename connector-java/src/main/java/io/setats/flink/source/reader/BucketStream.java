@@ -568,7 +568,7 @@ final class BucketStream {
         }
         List<ChangelogRecord> rows = new ArrayList<>(batch.size());
         for (SnapshotRow row : batch) {
-            rows.add(ChangelogRecord.snapshotRow(row.row(), row.key(), snapshotEnd, tb));
+            rows.add(ChangelogRecord.snapshotRow(row.row(), row.key(), snapshotEnd, tb, snapshotReader.fieldGetters()));
         }
         return rows;
     }

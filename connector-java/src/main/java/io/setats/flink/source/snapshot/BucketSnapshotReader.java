@@ -12,6 +12,8 @@ import com.google.protobuf.ByteString;
 import org.apache.arrow.flight.FlightStream;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.types.pojo.Schema;
+import org.apache.flink.table.data.RowData;
+import org.apache.flink.table.data.binary.BinaryRowData;
 import org.apache.flink.table.types.logical.RowType;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -28,7 +30,7 @@ import java.util.Objects;
  * BucketSnapshotReader reads the merged rows of one (partition, bucket) of a Setats table at one
  * consistent view (a DoGet with {@code ChangelogTicket.snapshot}; SPEC sections 9 and 13,
  * proto/README.md "Snapshot reads") and yields them as Flink {@link org.apache.flink.table.data.RowData}
- * ({@code +I}) with their resume keys, one Arrow record batch at a time. It is the one snapshot
+ * ({@code +I}, {@link BinaryRowData}) with their resume keys, one Arrow record batch at a time. It is the one snapshot
  * reading of the connector: {@code setats-cdc} {@code startup.mode = 'initial'} uses it for the
  * snapshot phase of its splits, and batch scans of the merged table can use it as well.
  *
@@ -44,9 +46,11 @@ import java.util.Objects;
  *       resumes after it, on a new view whose E may be newer; the caller then reads the changelog
  *       {@code [old E, new E)} with {@code max_key = afterKey} to catch up the rows it had already
  *       received (what {@code setats-cdc} does on restore).
- *   <li><b>Conversion.</b> Arrow to RowData goes through {@link ArrowRowDataReader} (the
- *       connector's one converter); each batch is converted at once, so no Arrow memory outlives
- *       {@link #nextBatch()}.
+ *   <li><b>Conversion.</b> Arrow to RowData goes through {@link
+ *       ArrowRowDataReader#readBinaryRows(int)} (the connector's one converter, the same as the
+ *       changelog path's): each batch is converted at once into packed {@link BinaryRowData}, so
+ *       no Arrow memory outlives {@link #nextBatch()}. Read the rows' fields with the typed
+ *       getters or {@link #fieldGetters()}.
  * </ul>
  *
  * <p>Errors are {@link SetatsGatewayException}s naming the table, partition and bucket: NotFound
@@ -207,6 +211,11 @@ public final class BucketSnapshotReader implements AutoCloseable {
         return lastKey;
     }
 
+    /** Field getters of the read type, for generic access to the fields of the returned rows. */
+    public RowData.FieldGetter[] fieldGetters() {
+        return reader.fieldGetters();
+    }
+
     /** Rows returned so far by this reader. */
     public long rowsRead() {
         return rowsRead;
@@ -240,8 +249,10 @@ public final class BucketSnapshotReader implements AutoCloseable {
             return out;
         }
         reader.bind(root);
+        // The whole batch at once, into packed BinaryRowData: the changelog path's conversion.
+        BinaryRowData[] rows = reader.readBinaryRows(n);
         for (int i = 0; i < n; i++) {
-            out.add(new SnapshotRow(reader.key(i), reader.read(i)));
+            out.add(new SnapshotRow(reader.key(i), rows[i]));
         }
         lastKey = out.get(n - 1).key();
         rowsRead += n;
