@@ -46,11 +46,14 @@ func TestShutdownDrainsWrites(t *testing.T) {
 	if _, err := stream.Recv(); err != nil {
 		t.Fatal(err)
 	}
+	waitWritesSettled(t, g)
 	fs.hold()
 	if err := w.Write(r2); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the second batch applied", func() bool { return metricValue(t, g.s, "setats_write_batches_pending") == 1 })
+	waitFor(t, "the second batch applied with its fsync held", func() bool {
+		return fs.blocked.Load() > 0 && metricValue(t, g.s, "setats_write_batches_pending") == 1
+	})
 	done := make(chan struct{})
 	go func() { g.s.Shutdown(); close(done) }()
 	<-g.s.quit // shutdown has begun

@@ -79,6 +79,15 @@ func (fs *holdFS) wait() {
 	}
 }
 
+// waitWritesSettled waits until no batch is pending (setats_write_batches_pending = 0). The
+// gauge is decremented by a goroutine of its own once the batch is durable, so it may still
+// count a batch whose ack the client already has: a test that holds fsyncs and then waits for
+// the gauge to reach N must first wait here, or an earlier batch is counted as one of the N.
+func waitWritesSettled(t *testing.T, g *testGateway) {
+	t.Helper()
+	waitFor(t, "earlier batches to settle", func() bool { return metricValue(t, g.s, "setats_write_batches_pending") == 0 })
+}
+
 func (fs *holdFS) Create(name string, cat vfs.DiskWriteCategory) (vfs.File, error) {
 	f, err := fs.FS.Create(name, cat)
 	if err != nil || !strings.HasSuffix(name, ".log") {
@@ -132,6 +141,7 @@ func TestCommitSideEffectsWithoutClient(t *testing.T) {
 	if _, err := g.put(writeCmd(t, &setatspb.WriteCommand{Table: "gone"}), first); err != nil {
 		t.Fatal(err)
 	}
+	waitWritesSettled(t, g)
 
 	fs.hold()
 	ctx, cancel := context.WithCancel(g.ctx)
@@ -276,6 +286,7 @@ func TestReadersWaitForFsync(t *testing.T) {
 	if r := <-followed; r != "+I[1, synced] @0" {
 		t.Fatalf("followed %q", r)
 	}
+	waitWritesSettled(t, g)
 
 	fs.hold()
 	r2 := intStrRecord(g.mem, nil, []int32{2}, []string{"held"})
