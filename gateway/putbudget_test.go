@@ -2,9 +2,9 @@ package gateway
 
 import (
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
@@ -16,6 +16,16 @@ import (
 type syncGate struct {
 	hold    atomic.Bool
 	release chan struct{}
+	once    sync.Once
+}
+
+// open lets every held and later fsync through; once, and also when the test failed while
+// holding them (otherwise the gateway's shutdown in the cleanup waits for them forever).
+func (g *syncGate) open() {
+	g.once.Do(func() {
+		g.hold.Store(false)
+		close(g.release)
+	})
 }
 
 func (g *syncGate) MaybeError(op errorfs.Op) error {
@@ -38,6 +48,7 @@ func TestPutBudgetBackPressure(t *testing.T) {
 		o.StoreFS = errorfs.Wrap(vfs.Default, gate)
 		o.MaxInflightPutBytes = 1 // every batch takes the whole budget
 	})
+	t.Cleanup(gate.open)
 	for _, name := range []string{"a", "b"} {
 		g.createTable("db", name, 1, idV, []string{"id"}, nil)
 		rec := intStrRecord(g.mem, nil, []int32{0}, []string{"warm"})
@@ -47,6 +58,9 @@ func TestPutBudgetBackPressure(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The warm-up batches' gauge decrements run in goroutines of their own after the acks: wait
+	// for them, or a stale count reads as a's batch applied before a's DoPut even started.
+	waitWritesSettled(t, g)
 	gate.hold.Store(true)
 	put := func(name string) chan error {
 		done := make(chan error, 1)
@@ -60,13 +74,9 @@ func TestPutBudgetBackPressure(t *testing.T) {
 	}
 	doneA := put("a")
 	// a's batch is applied and waits for its fsync, holding the budget.
-	for g.s.metrics.pendingWrites != nil && gaugeValue(t, g.s.metrics.pendingWrites) < 1 {
-		time.Sleep(time.Millisecond)
-	}
+	waitFor(t, "a's batch applied with its fsync held", func() bool { return gaugeValue(t, g.s.metrics.pendingWrites) == 1 })
 	doneB := put("b")
-	for g.s.limits.put.waiting.Load() < 1 {
-		time.Sleep(time.Millisecond)
-	}
+	waitFor(t, "b's DoPut waiting for the budget", func() bool { return g.s.limits.put.waiting.Load() == 1 })
 	select {
 	case err := <-doneB:
 		t.Fatalf("b's DoPut ended while over the budget: %v", err)
@@ -75,8 +85,7 @@ func TestPutBudgetBackPressure(t *testing.T) {
 	if gaugeValue(t, g.s.metrics.pendingWrites) != 1 {
 		t.Fatal("b's batch was applied while over the budget")
 	}
-	gate.hold.Store(false)
-	close(gate.release)
+	gate.open()
 	for _, done := range []chan error{doneA, doneB} {
 		if err := <-done; err != nil {
 			t.Fatal(err)
