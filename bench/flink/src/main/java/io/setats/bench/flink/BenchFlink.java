@@ -29,7 +29,9 @@ import java.util.stream.Collectors;
  * <p>Environment: {@code BENCH_ROWS} (distinct keys, default 1000000; 20% more rows update keys),
  * {@code BENCH_RUNS} (3), {@code BENCH_FRESH_SECONDS} (60), {@code BENCH_FRESH_RATE} (10000 rows/s),
  * {@code BENCH_DIR} (work dir, default a new one under java.io.tmpdir), {@code BENCH_OUT} (JSON
- * path). System properties (set by the Makefile): {@code bench.gateway} (bin/setats), {@code
+ * path), {@code BENCH_READ_SHAPE} ({@code chained} (default) or {@code single}: the reader jobs'
+ * collector, see {@link SystemRun}), {@code BENCH_JVM_OPTS} (extra options of the system JVMs,
+ * space-separated, e.g. a JFR recording). System properties (set by the Makefile): {@code bench.gateway} (bin/setats), {@code
  * bench.loadgen} (bin/setats-loadgen), {@code bench.connector} (the shaded jar), {@code
  * bench.classpath} (file with the Maven class path), {@code bench.classes} (this module's classes).
  */
@@ -46,6 +48,8 @@ public final class BenchFlink {
     private final int runs = (int) envLong("BENCH_RUNS", 3);
     private final long freshSeconds = envLong("BENCH_FRESH_SECONDS", 60);
     private final long freshRate = envLong("BENCH_FRESH_RATE", 10_000);
+    private final String readShape = envString("BENCH_READ_SHAPE", "chained");
+    private final String jvmOpts = envString("BENCH_JVM_OPTS", "");
     private final Path dir;
     private final ObjectMapper json = new ObjectMapper();
 
@@ -65,6 +69,7 @@ public final class BenchFlink {
         report.put("runs", runs);
         report.put("fresh_seconds", freshSeconds);
         report.put("fresh_rate", freshRate);
+        report.put("read_shape", readShape);
         report.put("load_start", SystemRun.loadAverage());
         ArrayNode setats = report.putArray("setats");
         ArrayNode paimon = report.putArray("paimon");
@@ -218,11 +223,17 @@ public final class BenchFlink {
         cmd.add("-Xmx3g");
         cmd.add("-Djava.io.tmpdir=" + Files.createDirectories(d.resolve("tmp")));
         cmd.addAll(JVM_OPENS);
+        for (String o : jvmOpts.trim().split("\\s+")) {
+            if (!o.isEmpty()) {
+                cmd.add(o.replace("{system}", system).replace("{run}", Integer.toString(run)));
+            }
+        }
         cmd.add("-cp");
         cmd.add(String.join(File.pathSeparator, cp));
         cmd.add(SystemRun.class.getName());
         cmd.addAll(Arrays.asList("--system", system, "--keys", Long.toString(keys), "--out", out.toString(),
-                "--fresh-seconds", Long.toString(freshSeconds), "--fresh-rate", Long.toString(freshRate), "--fresh-warmup-seconds", "5"));
+                "--fresh-seconds", Long.toString(freshSeconds), "--fresh-rate", Long.toString(freshRate), "--fresh-warmup-seconds", "5",
+                "--read-shape", readShape));
         cmd.addAll(Arrays.asList(extra));
         log("run %d: %s (log %s)", run, system, d.resolve("jvm.log"));
         Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(d.resolve("jvm.log").toFile()).start();
@@ -321,6 +332,11 @@ public final class BenchFlink {
     private static long envLong(String name, long def) {
         String v = System.getenv(name);
         return v == null || v.isEmpty() ? def : Long.parseLong(v.trim());
+    }
+
+    private static String envString(String name, String def) {
+        String v = System.getenv(name);
+        return v == null || v.isEmpty() ? def : v;
     }
 
     private static String tail(Path f, int lines) throws IOException {

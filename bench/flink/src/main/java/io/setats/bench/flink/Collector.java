@@ -1,46 +1,118 @@
 package io.setats.bench.flink;
 
-import org.apache.flink.streaming.api.functions.sink.SinkFunction;
+import org.apache.flink.configuration.Configuration;
+import org.apache.flink.streaming.api.functions.sink.RichSinkFunction;
 import org.apache.flink.types.Row;
 import org.apache.flink.types.RowKind;
 
 import java.time.Instant;
+import java.util.Arrays;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Function;
 
 /**
- * The end of a reader job (parallelism 1): folds the changelog it receives ({@link Fold}) or
- * records freshness (arrival time minus the row's write time, carried in {@code name} as epoch ms)
- * into static state of this JVM. Every job of the benchmark runs in a MiniCluster inside the same
- * JVM, so the driver thread reads that state directly.
+ * The end of a reader job: folds the changelog it receives ({@link Fold}) or records freshness
+ * (arrival time minus the row's write time, carried in {@code name} as epoch ms) into static state
+ * of this JVM. Every job of the benchmark runs in a MiniCluster inside the same JVM, so the driver
+ * thread reads that state directly.
+ *
+ * <p>It runs at any parallelism: at the source's, it is chained to the source (a forward edge, no
+ * network buffer, no serialization) and each subtask folds the keys of its own splits into its own
+ * {@link Fold}; the folds share one mismatch counter, so the fold of the whole table is known to
+ * match without a merge, and {@link State#merged()} joins them at the end (failing if a key reached
+ * two subtasks). At parallelism 1 behind a shuffle, it is the single collector of earlier runs.
  */
-public final class Collector implements SinkFunction<Row> {
+public final class Collector extends RichSinkFunction<Row> {
     private static final long serialVersionUID = 1L;
 
     /** What the collector of the running reader job does. */
     public static final class State {
-        final Fold fold;
+        /** One fold per collector subtask (null when recording freshness). */
+        final Fold[] folds;
+        final AtomicLong mismatches;
         final Percentiles latency;
         /** Write time -> the gateway's commit time, and commit time -> arrival (Setats only). */
         final Percentiles toCommit = new Percentiles();
         final Percentiles fromCommit = new Percentiles();
         final String freshPrefix;
         final long freshFrom;
-        volatile long rows;
-        volatile long firstNanos;
-        volatile long doneNanos;
+        final AtomicLong rows = new AtomicLong();
+        final AtomicLong firstNanos = new AtomicLong();
+        final AtomicLong doneNanos = new AtomicLong();
 
-        State(Fold fold, Percentiles latency, String freshPrefix, long freshFrom) {
-            this.fold = fold;
+        State(Fold[] folds, AtomicLong mismatches, Percentiles latency, String freshPrefix, long freshFrom) {
+            this.folds = folds;
+            this.mismatches = mismatches;
             this.latency = latency;
             this.freshPrefix = freshPrefix;
             this.freshFrom = freshFrom;
+        }
+
+        /** Keys of the whole table whose folded value differs from the expected one. */
+        long mismatches() {
+            return mismatches.get();
+        }
+
+        /** Changelog rows the collector subtasks received. */
+        long rows() {
+            return rows.get();
+        }
+
+        /** System.nanoTime() of the first row, 0 before it. */
+        long firstNanos() {
+            return firstNanos.get();
+        }
+
+        /** System.nanoTime() when the fold first equalled the expected table, 0 before. */
+        long doneNanos() {
+            return doneNanos.get();
+        }
+
+        /** -U/-D rows of keys a fold did not hold, over all subtasks. */
+        long retractOfAbsent() {
+            long n = 0;
+            for (Fold f : folds) {
+                synchronized (f) {
+                    n += f.retractOfAbsent();
+                }
+            }
+            return n;
+        }
+
+        /** Changelog rows the folds applied, over all subtasks. */
+        long applied() {
+            long n = 0;
+            for (Fold f : folds) {
+                synchronized (f) {
+                    n += f.applied();
+                }
+            }
+            return n;
+        }
+
+        /** The union of the subtasks' folds; throws if a key reached two subtasks. */
+        Map<String, String> merged() {
+            return Fold.merge(Arrays.asList(folds));
         }
     }
 
     private static volatile State state;
 
-    /** Starts folding into {@code fold}; {@link #doneNanos()} is set when it has no mismatch left. */
-    static State fold(Fold fold) {
-        state = new State(fold, null, null, 0);
+    private transient State mine;
+    private transient Fold fold;
+
+    /**
+     * Starts folding against {@code expected} (key to value) of {@code keys} keys with {@code
+     * subtasks} collector subtasks; {@link State#doneNanos()} is set when no key differs.
+     */
+    static State fold(Function<String, String> expected, long keys, int subtasks) {
+        AtomicLong mismatches = new AtomicLong(keys);
+        Fold[] folds = new Fold[subtasks];
+        for (int i = 0; i < subtasks; i++) {
+            folds[i] = new Fold(expected, mismatches);
+        }
+        state = new State(folds, mismatches, null, null, 0);
         return state;
     }
 
@@ -49,27 +121,41 @@ public final class Collector implements SinkFunction<Row> {
      * from} (the rows after the writer's warm-up).
      */
     static State freshness(String prefix, long from) {
-        state = new State(null, new Percentiles(), prefix, from);
+        state = new State(null, null, new Percentiles(), prefix, from);
         return state;
     }
 
     @Override
-    public void invoke(Row r, Context ctx) {
-        State s = state;
-        synchronized (s) {
-            if (s.rows++ == 0) {
-                s.firstNanos = System.nanoTime();
+    public void open(Configuration parameters) {
+        mine = state;
+        if (mine.folds != null) {
+            int i = getRuntimeContext().getTaskInfo().getIndexOfThisSubtask();
+            if (i >= mine.folds.length) {
+                throw new IllegalStateException("collector subtask " + i + " of a fold for " + mine.folds.length + " subtasks");
             }
-            if (s.fold != null) {
-                s.fold.apply(r.getKind(), Workload.key(r.getField(0), r.getField(1)), Workload.value(r.getField(2), r.getField(3)));
-                if (s.doneNanos == 0 && s.fold.mismatches() == 0) {
-                    s.doneNanos = System.nanoTime();
-                }
-            } else if (r.getKind() == RowKind.INSERT || r.getKind() == RowKind.UPDATE_AFTER) {
-                long now = System.currentTimeMillis();
-                String id = (String) r.getField(0);
-                if (id.startsWith(s.freshPrefix) && Long.parseLong(id.substring(s.freshPrefix.length())) >= s.freshFrom) {
-                    long written = Long.parseLong((String) r.getField(2));
+            fold = mine.folds[i];
+        }
+    }
+
+    @Override
+    public void invoke(Row r, Context ctx) {
+        State s = mine;
+        if (s.rows.getAndIncrement() == 0) {
+            s.firstNanos.compareAndSet(0, System.nanoTime());
+        }
+        if (fold != null) {
+            synchronized (fold) {
+                fold.apply(r.getKind(), Workload.key(r.getField(0), r.getField(1)), Workload.value(r.getField(2), r.getField(3)));
+            }
+            if (s.mismatches.get() == 0) {
+                s.doneNanos.compareAndSet(0, System.nanoTime());
+            }
+        } else if (r.getKind() == RowKind.INSERT || r.getKind() == RowKind.UPDATE_AFTER) {
+            long now = System.currentTimeMillis();
+            String id = (String) r.getField(0);
+            if (id.startsWith(s.freshPrefix) && Long.parseLong(id.substring(s.freshPrefix.length())) >= s.freshFrom) {
+                long written = Long.parseLong((String) r.getField(2));
+                synchronized (s) {
                     s.latency.add(now - written);
                     if (r.getArity() > 4 && r.getField(4) instanceof Instant) {
                         long committed = ((Instant) r.getField(4)).toEpochMilli();

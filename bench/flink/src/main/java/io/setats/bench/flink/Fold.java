@@ -4,18 +4,22 @@ import org.apache.flink.types.RowKind;
 
 import java.util.HashMap;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Function;
 
 /**
  * The fold of a changelog into the table it describes: {@code +I}/{@code +U} put the row's value
  * under its primary key, {@code -U}/{@code -D} remove it. Tracks, while rows arrive, how many keys
  * differ from an expected table (missing, extra or another value), so a reader knows when it has
- * seen the whole changelog without rescanning. Not thread-safe (one collector subtask feeds it).
+ * seen the whole changelog without rescanning. One fold per collector subtask, not thread-safe;
+ * folds of subtasks that see disjoint keys (each key in one bucket, each bucket in one split, each
+ * split in one subtask) may share one mismatch counter ({@link #Fold(Function, AtomicLong)}), which
+ * then counts the keys of the whole table that differ.
  */
 public final class Fold {
     private final Map<String, String> rows = new HashMap<>();
     private final Function<String, String> expected;
-    private long mismatches;
+    private final AtomicLong mismatches;
     private long applied;
     private long retractOfAbsent;
 
@@ -24,8 +28,17 @@ public final class Fold {
      * {@code expectedSize} is the number of keys with a non-null expected value (all missing at start).
      */
     public Fold(Function<String, String> expected, long expectedSize) {
+        this(expected, new AtomicLong(expectedSize));
+    }
+
+    /**
+     * A fold whose mismatches go to {@code mismatches}, a counter shared with the folds of the
+     * other subtasks that starts at the number of keys with a non-null expected value. Exact only
+     * while no key reaches two of these folds ({@link #merge} checks that at the end).
+     */
+    public Fold(Function<String, String> expected, AtomicLong mismatches) {
         this.expected = expected;
-        this.mismatches = expectedSize;
+        this.mismatches = mismatches;
     }
 
     /** Applies one changelog row of kind {@code kind} with primary key {@code key} and value {@code value}. */
@@ -49,9 +62,9 @@ public final class Fold {
         }
         boolean after = same(rows.get(key), want);
         if (before && !after) {
-            mismatches++;
+            mismatches.incrementAndGet();
         } else if (!before && after) {
-            mismatches--;
+            mismatches.decrementAndGet();
         }
     }
 
@@ -61,7 +74,7 @@ public final class Fold {
 
     /** Keys whose folded value differs from the expected one (0: the fold equals the expected table). */
     public long mismatches() {
-        return mismatches;
+        return mismatches.get();
     }
 
     /** Changelog rows applied. */
@@ -77,6 +90,29 @@ public final class Fold {
     /** The folded table (key to value). */
     public Map<String, String> rows() {
         return rows;
+    }
+
+    /**
+     * The union of the folds of subtasks that each saw their own keys; holds each fold's monitor
+     * while reading it (the lock its collector subtask applies rows under).
+     *
+     * @throws IllegalStateException naming a key that two folds hold (a key read by two subtasks:
+     *     the folds, and their shared mismatch count, are then not the table's)
+     */
+    public static Map<String, String> merge(Iterable<Fold> folds) {
+        Map<String, String> all = new HashMap<>();
+        int i = 0;
+        for (Fold f : folds) {
+            synchronized (f) {
+                for (Map.Entry<String, String> e : f.rows.entrySet()) {
+                    if (all.put(e.getKey(), e.getValue()) != null) {
+                        throw new IllegalStateException("FOLD MISMATCH: key " + e.getKey() + " reached two collector subtasks (the second is fold " + i + ")");
+                    }
+                }
+            }
+            i++;
+        }
+        return all;
     }
 
     /**

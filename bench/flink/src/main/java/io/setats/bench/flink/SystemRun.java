@@ -190,7 +190,9 @@ public final class SystemRun {
             default:
                 throw new IllegalArgumentException(start);
         }
-        return cols + "pc.bench." + table + " /*+ OPTIONS(" + hint + ") */";
+        // The source at the job's parallelism, as Setats' (Paimon would infer one from the buckets),
+        // so the collector chains to it in both systems.
+        return cols + "pc.bench." + table + " /*+ OPTIONS(" + hint + ", 'scan.parallelism' = '" + PARALLELISM + "') */";
     }
 
     private static TypeInformation<Row> rowType() {
@@ -251,62 +253,87 @@ public final class SystemRun {
     private Map<String, String> read(String table) throws Exception {
         Env e = tableEnv(INGEST_CHECKPOINT_MS);
         StreamTableEnvironment t = e.t;
-        Fold fold = new Fold(workload::expected, workload.keys());
-        Collector.State st = Collector.fold(fold);
-        t.toChangelogStream(t.sqlQuery(cdcQuery(t, table, "earliest"))).addSink(new Collector()).setParallelism(1);
+        Collector.State st = collect(e, t.toChangelogStream(t.sqlQuery(cdcQuery(t, table, "earliest"))), "read");
         Cpu cpu = new Cpu();
         long start = System.nanoTime();
         JobClient job = e.env.executeAsync("read " + arg("system"));
         long rows = awaitFold(job, st, start);
-        double s = (st.doneNanos - st.firstNanos) / 1e9;
-        out.put("read_s_from_submit", (st.doneNanos - start) / 1e9);
+        double s = (st.doneNanos() - st.firstNanos()) / 1e9;
+        out.put("read_s_from_submit", (st.doneNanos() - start) / 1e9);
         cpu.put("read");
         // Anything after the fold matched must not change it.
         Thread.sleep(2000);
         job.cancel().get(60, TimeUnit.SECONDS);
-        synchronized (st) {
-            if (fold.mismatches() != 0 || fold.retractOfAbsent() != 0) {
-                throw new IllegalStateException(String.format(
-                        "FOLD MISMATCH %s: after the changelog matched the expected table, %d keys differ, %d retractions of absent keys (%d rows read)",
-                        arg("system"), fold.mismatches(), fold.retractOfAbsent(), st.rows));
-            }
-            if (setats && st.rows != workload.setatsChangelogRows()) {
-                throw new IllegalStateException(String.format("Setats changelog has %d rows, expected %d (+I per key, -U/+U per update)",
-                        st.rows, workload.setatsChangelogRows()));
-            }
-            out.put("read_rows", rows);
-            out.put("read_rows_after", st.rows);
+        Map<String, String> folded = st.merged();
+        if (st.mismatches() != 0 || st.retractOfAbsent() != 0) {
+            throw new IllegalStateException(String.format(
+                    "FOLD MISMATCH %s: after the changelog matched the expected table, %d keys differ, %d retractions of absent keys (%d rows read)",
+                    arg("system"), st.mismatches(), st.retractOfAbsent(), st.rows()));
         }
+        if (setats && st.rows() != workload.setatsChangelogRows()) {
+            throw new IllegalStateException(String.format("Setats changelog has %d rows, expected %d (+I per key, -U/+U per update)",
+                    st.rows(), workload.setatsChangelogRows()));
+        }
+        out.put("read_rows", rows);
+        out.put("read_rows_after", st.rows());
         out.put("read_s", s);
         out.put("read_rows_per_s", rows / s);
         log("read: %d changelog rows in %.2f s = %.0f rows/s from the first row; fold equals the expected table", rows, s, rows / s);
-        return fold.rows();
+        return folded;
+    }
+
+    /**
+     * The read phase's job shape ({@code --read-shape}): {@code chained} (default) runs one
+     * collector per source subtask, chained to it (forward edge, each subtask folds the keys of its
+     * own splits: every key lives in one bucket, every bucket in one split, every split in one
+     * subtask, for both systems), so the figure measures the source; {@code single} is the shape of
+     * earlier runs, one collector subtask behind a network edge from both source subtasks.
+     */
+    private String readShape() {
+        String shape = args.getOrDefault("read-shape", "chained");
+        if (!shape.equals("chained") && !shape.equals("single")) {
+            throw new IllegalArgumentException("--read-shape must be chained or single, not " + shape);
+        }
+        return shape;
+    }
+
+    /**
+     * Adds the folding collector behind {@code changelog} in the shape of {@link #readShape()}
+     * and records the job's shape (vertices after chaining) under {@code phase}.
+     */
+    private Collector.State collect(Env e, org.apache.flink.streaming.api.datastream.DataStream<Row> changelog, String phase) {
+        int subtasks = readShape().equals("chained") ? PARALLELISM : 1;
+        Collector.State st = Collector.fold(workload::expected, workload.keys(), subtasks);
+        changelog.addSink(new Collector()).setParallelism(subtasks).name("fold");
+        int vertices = e.env.getStreamGraph(false).getJobGraph().getNumberOfVertices();
+        out.put(phase + "_shape", readShape());
+        out.put(phase + "_job_vertices", vertices);
+        log("%s: collector %s at parallelism %d, %d job vertices after chaining", phase, readShape(), subtasks, vertices);
+        return st;
     }
 
     private long awaitFold(JobClient job, Collector.State st, long start) throws Exception {
         long lastRows = -1;
         long lastLog = System.nanoTime();
         while (true) {
-            synchronized (st) {
-                if (st.doneNanos != 0) {
-                    return st.fold.applied();
-                }
+            if (st.doneNanos() != 0) {
+                return st.applied();
             }
             JobStatus status = job.getJobStatus().get();
             if (status.isGloballyTerminalState()) {
                 job.getJobExecutionResult().get();
-                throw new IllegalStateException("reader job ended (" + status + ") before the fold matched: " + st.fold.mismatches() + " keys differ");
+                throw new IllegalStateException("reader job ended (" + status + ") before the fold matched: " + st.mismatches() + " keys differ");
             }
             if (System.nanoTime() - start > TimeUnit.MILLISECONDS.toNanos(READ_TIMEOUT_MS)) {
                 throw new IllegalStateException(String.format("FOLD MISMATCH %s: after %d s the fold of %d changelog rows still differs in %d keys",
-                        arg("system"), READ_TIMEOUT_MS / 1000, st.rows, st.fold.mismatches()));
+                        arg("system"), READ_TIMEOUT_MS / 1000, st.rows(), st.mismatches()));
             }
             if (System.nanoTime() - lastLog > 10e9) {
                 lastLog = System.nanoTime();
-                if (st.rows == lastRows) {
-                    log("read: %d rows, %d keys differ (no progress for 10 s)", st.rows, st.fold.mismatches());
+                if (st.rows() == lastRows) {
+                    log("read: %d rows, %d keys differ (no progress for 10 s)", st.rows(), st.mismatches());
                 }
-                lastRows = st.rows;
+                lastRows = st.rows();
             }
             Thread.sleep(10);
         }
@@ -321,9 +348,7 @@ public final class SystemRun {
             // The merged rows at one consistent view (SPEC section 9), as +I, then the (empty) rest.
             Env e = tableEnv(INGEST_CHECKPOINT_MS);
             StreamTableEnvironment t = e.t;
-            Fold f = new Fold(workload::expected, workload.keys());
-            Collector.State st = Collector.fold(f);
-            t.toChangelogStream(t.sqlQuery(cdcQuery(t, table, "initial"))).addSink(new Collector()).setParallelism(1);
+            Collector.State st = collect(e, t.toChangelogStream(t.sqlQuery(cdcQuery(t, table, "initial"))), "table");
             JobClient job = e.env.executeAsync("table " + arg("system"));
             try {
                 awaitFold(job, st, System.nanoTime());
@@ -331,11 +356,9 @@ public final class SystemRun {
             } finally {
                 job.cancel().get(60, TimeUnit.SECONDS);
             }
-            synchronized (st) {
-                tableRows.putAll(f.rows());
-                if (st.rows != workload.keys()) {
-                    throw new IllegalStateException("TABLE MISMATCH: the Setats snapshot has " + st.rows + " rows, the table " + workload.keys() + " keys");
-                }
+            tableRows.putAll(st.merged());
+            if (st.rows() != workload.keys()) {
+                throw new IllegalStateException("TABLE MISMATCH: the Setats snapshot has " + st.rows() + " rows, the table " + workload.keys() + " keys");
             }
         } else {
             TableEnvironment b = TableEnvironment.create(EnvironmentSettings.inBatchMode());
@@ -383,7 +406,10 @@ public final class SystemRun {
         } else {
             query = cdcQuery(re.t, table, "latest");
         }
-        re.t.toChangelogStream(re.t.sqlQuery(query)).addSink(new Collector()).setParallelism(1);
+        // Chained to the source like the read phase's fold (no network edge and its buffer
+        // timeout between the source and the arrival clock), unless --read-shape single.
+        re.t.toChangelogStream(re.t.sqlQuery(query)).addSink(new Collector())
+                .setParallelism(readShape().equals("chained") ? PARALLELISM : 1).name("freshness");
         JobClient reader = re.env.executeAsync("fresh reader " + arg("system"));
         awaitRunning(reader);
         Thread.sleep(3000); // splits assigned and following

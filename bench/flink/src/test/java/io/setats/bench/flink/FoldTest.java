@@ -5,7 +5,9 @@ import org.apache.flink.types.RowKind;
 import org.junit.jupiter.api.Test;
 
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicLong;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
@@ -65,6 +67,40 @@ class FoldTest {
         assertEquals(1, f.mismatches());
         f.apply(RowKind.DELETE, "zz", "0");
         assertEquals(1, f.retractOfAbsent());
+    }
+
+    /**
+     * Folds of two subtasks with disjoint keys share one mismatch count: it reaches 0 only when
+     * both subtasks' keys match, and the merge is the whole table.
+     */
+    @Test
+    void subtaskFoldsShareTheMismatchCount() {
+        Map<String, String> want = Map.of("a", "1", "b", "2", "c", "3");
+        AtomicLong m = new AtomicLong(want.size());
+        Fold left = new Fold(want::get, m);
+        Fold right = new Fold(want::get, m);
+        left.apply(RowKind.INSERT, "a", "1");
+        left.apply(RowKind.INSERT, "b", "0");
+        right.apply(RowKind.INSERT, "c", "3");
+        assertEquals(1, m.get());
+        assertEquals(1, right.mismatches());
+        left.apply(RowKind.UPDATE_BEFORE, "b", "0");
+        left.apply(RowKind.UPDATE_AFTER, "b", "2");
+        assertEquals(0, left.mismatches());
+        assertEquals(want, Fold.merge(List.of(left, right)));
+    }
+
+    /** A key that reached two subtasks (a split read by both) fails the merge, naming the key. */
+    @Test
+    void mergeRefusesAKeyInTwoSubtasks() {
+        Map<String, String> want = Map.of("a", "1");
+        AtomicLong m = new AtomicLong(1);
+        Fold left = new Fold(want::get, m);
+        Fold right = new Fold(want::get, m);
+        left.apply(RowKind.INSERT, "a", "1");
+        right.apply(RowKind.INSERT, "a", "1");
+        IllegalStateException e = assertThrows(IllegalStateException.class, () -> Fold.merge(List.of(left, right)));
+        assertTrue(e.getMessage().contains("key a reached two collector subtasks"), e.getMessage());
     }
 
     @Test
