@@ -139,6 +139,30 @@ public final class BenchFlink {
         gw.put("read_over_doget", sRead / doGet);
         System.out.printf("gateway setats-loadgen doput=%.0f doget=%.0f rows/s; flink ingest/doput=%.2f (target >= 0.85) read/doget=%.2f (target >= 0.6)%n",
                 doPut, doGet, sIngest / doPut, sRead / doGet);
+        // An A/B of the read phase's shapes in each JVM (BENCH_READ_SHAPE=single,chained).
+        for (String sys : new String[] {"setats", "paimon"}) {
+            for (JsonNode n : report.get(sys)) {
+                if (n.path("reads").size() > 1) {
+                    StringBuilder sb = new StringBuilder();
+                    for (JsonNode x : n.get("reads")) {
+                        sb.append(String.format(" %s=%.0f rows/s (cpu jvm %.1f s, load %s);", x.get("shape").asText(),
+                                x.get("rows_per_s").asDouble(), x.get("jvm_cpu_s").asDouble(), x.get("load_end").asText()));
+                    }
+                    System.out.printf("read shapes %s#%d%s%n", sys, n.get("run").asInt(), sb);
+                }
+            }
+        }
+        // The reader's hop without Flink: a raw follow DoGet's receive time minus the commit time.
+        double gwCommitP50 = median(g, n -> n.path("CommitP50Ms").asDouble(Double.NaN));
+        double gwCommitP99 = median(g, n -> n.path("CommitP99Ms").asDouble(Double.NaN));
+        double flinkCommitP50 = median(s, n -> fresh(n, 0, "commit_to_arrival_p50_ms"));
+        double flinkCommitP99 = median(s, n -> fresh(n, 0, "commit_to_arrival_p99_ms"));
+        gw.put("commit_to_doget_p50_ms", gwCommitP50);
+        gw.put("commit_to_doget_p99_ms", gwCommitP99);
+        System.out.printf("freshness hops setats write->commit p50=%.0f p99=%.0f ms; commit->arrival p50=%.0f p99=%.0f ms"
+                        + " (gateway alone, commit->raw follow DoGet: p50=%.1f p99=%.1f ms)%n",
+                median(s, n -> fresh(n, 0, "write_to_commit_p50_ms")), median(s, n -> fresh(n, 0, "write_to_commit_p99_ms")),
+                flinkCommitP50, flinkCommitP99, gwCommitP50, gwCommitP99);
         StringBuilder loads = new StringBuilder();
         for (String sys : new String[] {"setats", "paimon"}) {
             for (JsonNode n : report.get(sys)) {
@@ -159,7 +183,7 @@ public final class BenchFlink {
     }
 
     private static double fresh(JsonNode n, int i, String field) {
-        return n.get("freshness").get(i).get(field).asDouble();
+        return n.get("freshness").get(i).path(field).asDouble(Double.NaN); // NaN: not measured (Paimon's commit split)
     }
 
     private static void figure(ObjectNode figures, String name, double setats, double paimon, String unit) {

@@ -96,7 +96,16 @@ public final class SystemRun {
             ingest(table);
         }
         if (phases.contains("read")) {
-            Map<String, String> fold = read(table);
+            // One read per shape asked, in that order, on the same table (an A/B in one JVM);
+            // the last one's figures are the phase's.
+            Map<String, String> fold = null;
+            ArrayNode reads = out.putArray("reads");
+            for (String shape : readShapes()) {
+                fold = read(table, shape);
+                reads.addObject().put("shape", shape).put("rows_per_s", out.get("read_rows_per_s").asDouble())
+                        .put("jvm_cpu_s", out.get("read_jvm_cpu_s").asDouble()).put("gateway_cpu_s", out.get("read_gateway_cpu_s").asDouble())
+                        .put("load_end", loadAverage());
+            }
             checkTable(table, fold);
         }
         ArrayNode fresh = out.putArray("freshness");
@@ -250,10 +259,10 @@ public final class SystemRun {
     // ---------------------------------------------------------------------------------------
     // (2) read the changelog from the start
 
-    private Map<String, String> read(String table) throws Exception {
+    private Map<String, String> read(String table, String shape) throws Exception {
         Env e = tableEnv(INGEST_CHECKPOINT_MS);
         StreamTableEnvironment t = e.t;
-        Collector.State st = collect(e, t.toChangelogStream(t.sqlQuery(cdcQuery(t, table, "earliest"))), "read");
+        Collector.State st = collect(e, t.toChangelogStream(t.sqlQuery(cdcQuery(t, table, "earliest"))), "read", shape);
         Cpu cpu = new Cpu();
         long start = System.nanoTime();
         JobClient job = e.env.executeAsync("read " + arg("system"));
@@ -278,37 +287,47 @@ public final class SystemRun {
         out.put("read_rows_after", st.rows());
         out.put("read_s", s);
         out.put("read_rows_per_s", rows / s);
-        log("read: %d changelog rows in %.2f s = %.0f rows/s from the first row; fold equals the expected table", rows, s, rows / s);
+        log("read (%s): %d changelog rows in %.2f s = %.0f rows/s from the first row; fold equals the expected table", shape, rows, s, rows / s);
         return folded;
     }
 
     /**
-     * The read phase's job shape ({@code --read-shape}): {@code chained} (default) runs one
+     * The reader jobs' shapes ({@code --read-shape}, a comma-separated list: the read phase runs
+     * once per entry, the table check and freshness use the last): {@code chained} (default) runs one
      * collector per source subtask, chained to it (forward edge, each subtask folds the keys of its
      * own splits: every key lives in one bucket, every bucket in one split, every split in one
      * subtask, for both systems), so the figure measures the source; {@code single} is the shape of
      * earlier runs, one collector subtask behind a network edge from both source subtasks.
      */
-    private String readShape() {
-        String shape = args.getOrDefault("read-shape", "chained");
-        if (!shape.equals("chained") && !shape.equals("single")) {
-            throw new IllegalArgumentException("--read-shape must be chained or single, not " + shape);
+    private String[] readShapes() {
+        String[] shapes = args.getOrDefault("read-shape", "chained").split(",");
+        for (int i = 0; i < shapes.length; i++) {
+            shapes[i] = shapes[i].trim();
+            if (!shapes[i].equals("chained") && !shapes[i].equals("single")) {
+                throw new IllegalArgumentException("--read-shape must list chained or single, not " + shapes[i]);
+            }
         }
-        return shape;
+        return shapes;
+    }
+
+    /** The shape of the table check and the freshness reader: the last of {@link #readShapes()}. */
+    private String readShape() {
+        String[] shapes = readShapes();
+        return shapes[shapes.length - 1];
     }
 
     /**
-     * Adds the folding collector behind {@code changelog} in the shape of {@link #readShape()}
-     * and records the job's shape (vertices after chaining) under {@code phase}.
+     * Adds the folding collector behind {@code changelog} in {@code shape} and records the job's
+     * shape (vertices after chaining) under {@code phase}.
      */
-    private Collector.State collect(Env e, org.apache.flink.streaming.api.datastream.DataStream<Row> changelog, String phase) {
-        int subtasks = readShape().equals("chained") ? PARALLELISM : 1;
+    private Collector.State collect(Env e, org.apache.flink.streaming.api.datastream.DataStream<Row> changelog, String phase, String shape) {
+        int subtasks = shape.equals("chained") ? PARALLELISM : 1;
         Collector.State st = Collector.fold(workload::expected, workload.keys(), subtasks);
         changelog.addSink(new Collector()).setParallelism(subtasks).name("fold");
         int vertices = e.env.getStreamGraph(false).getJobGraph().getNumberOfVertices();
-        out.put(phase + "_shape", readShape());
+        out.put(phase + "_shape", shape);
         out.put(phase + "_job_vertices", vertices);
-        log("%s: collector %s at parallelism %d, %d job vertices after chaining", phase, readShape(), subtasks, vertices);
+        log("%s: collector %s at parallelism %d, %d job vertices after chaining", phase, shape, subtasks, vertices);
         return st;
     }
 
@@ -348,7 +367,7 @@ public final class SystemRun {
             // The merged rows at one consistent view (SPEC section 9), as +I, then the (empty) rest.
             Env e = tableEnv(INGEST_CHECKPOINT_MS);
             StreamTableEnvironment t = e.t;
-            Collector.State st = collect(e, t.toChangelogStream(t.sqlQuery(cdcQuery(t, table, "initial"))), "table");
+            Collector.State st = collect(e, t.toChangelogStream(t.sqlQuery(cdcQuery(t, table, "initial"))), "table", readShape());
             JobClient job = e.env.executeAsync("table " + arg("system"));
             try {
                 awaitFold(job, st, System.nanoTime());

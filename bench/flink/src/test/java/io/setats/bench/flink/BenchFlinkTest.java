@@ -28,7 +28,7 @@ class BenchFlinkTest {
         r.put("load_start", "1 1 1").put("load_end", "2 2 2");
         r.withArray("setats").add(run(m, 1, 300, 100, 10, 50)).add(run(m, 2, 200, 120, 20, 60)).add(run(m, 3, 250, 80, 30, 70));
         r.withArray("paimon").add(run(m, 1, 100, 200, 1000, 2000)).add(run(m, 2, 125, 100, 1000, 2000)).add(run(m, 3, 150, 300, 1000, 2000));
-        r.withArray("loadgen").addObject().put("IngestRowsPerSec", 500).put("ReadRowsPerSec", 1000);
+        r.withArray("loadgen").addObject().put("IngestRowsPerSec", 500).put("ReadRowsPerSec", 1000).put("CommitP50Ms", 1.5).put("CommitP99Ms", 4);
         BenchFlink.print(r);
         assertEquals(250, r.at("/figures/ingest/setats").asDouble());
         assertEquals(125, r.at("/figures/ingest/paimon").asDouble());
@@ -40,5 +40,7 @@ class BenchFlinkTest {
         assertEquals(3.0 / 2.0, r.at("/figures/ingest-cpu-s/ratio").asDouble());
         assertEquals(0.5, r.at("/gateway/ingest_over_doput").asDouble());
         assertEquals(0.1, r.at("/gateway/read_over_doget").asDouble());
+        assertEquals(4, r.at("/gateway/commit_to_doget_p99_ms").asDouble());
+        assertEquals(1.5, r.at("/gateway/commit_to_doget_p50_ms").asDouble());
     }
 }
