@@ -10,6 +10,7 @@ import java.util.Arrays;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Function;
+import java.util.function.ToLongFunction;
 
 /**
  * The end of a reader job: folds the changelog it receives ({@link Fold}) or records freshness
@@ -71,21 +72,19 @@ public final class Collector extends RichSinkFunction<Row> {
 
         /** -U/-D rows of keys a fold did not hold, over all subtasks. */
         long retractOfAbsent() {
-            long n = 0;
-            for (Fold f : folds) {
-                synchronized (f) {
-                    n += f.retractOfAbsent();
-                }
-            }
-            return n;
+            return sum(Fold::retractOfAbsent);
         }
 
         /** Changelog rows the folds applied, over all subtasks. */
         long applied() {
+            return sum(Fold::applied);
+        }
+
+        private long sum(ToLongFunction<Fold> f) {
             long n = 0;
-            for (Fold f : folds) {
-                synchronized (f) {
-                    n += f.applied();
+            for (Fold fold : folds) {
+                synchronized (fold) {
+                    n += f.applyAsLong(fold);
                 }
             }
             return n;
