@@ -21,6 +21,7 @@ import java.io.IOException;
 import java.lang.management.ManagementFactory;
 import java.nio.file.Files;
 import java.nio.file.Paths;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
@@ -293,18 +294,31 @@ public final class SystemRun {
 
     /**
      * The reader jobs' shapes ({@code --read-shape}, a comma-separated list: the read phase runs
-     * once per entry, the table check and freshness use the last): {@code chained} (default) runs one
+     * once per entry, the table check and freshness use the last): {@code chained-reuse} (default)
+     * is {@code chained} with object reuse on in the reader job, so Flink does not copy each row
+     * between the chained operators (the source, the table-to-DataStream conversion, the
+     * collector; both systems' sources hand each row over once); {@code chained} runs one
      * collector per source subtask, chained to it (forward edge, each subtask folds the keys of its
      * own splits: every key lives in one bucket, every bucket in one split, every split in one
      * subtask, for both systems), so the figure measures the source; {@code single} is the shape of
      * earlier runs, one collector subtask behind a network edge from both source subtasks.
      */
+    private static final java.util.List<String> SHAPES = Arrays.asList("single", "chained", "chained-reuse");
+
+    /** Collector subtasks of a reader job of {@code shape}; object reuse on for {@code chained-reuse}. */
+    private static int collectorSubtasks(Env e, String shape) {
+        if (shape.equals("chained-reuse")) {
+            e.env.getConfig().enableObjectReuse();
+        }
+        return shape.equals("single") ? 1 : PARALLELISM;
+    }
+
     private String[] readShapes() {
-        String[] shapes = args.getOrDefault("read-shape", "chained").split(",");
+        String[] shapes = args.getOrDefault("read-shape", "chained-reuse").split(",");
         for (int i = 0; i < shapes.length; i++) {
             shapes[i] = shapes[i].trim();
-            if (!shapes[i].equals("chained") && !shapes[i].equals("single")) {
-                throw new IllegalArgumentException("--read-shape must list chained or single, not " + shapes[i]);
+            if (!SHAPES.contains(shapes[i])) {
+                throw new IllegalArgumentException("--read-shape must list " + SHAPES + ", not " + shapes[i]);
             }
         }
         return shapes;
@@ -321,7 +335,7 @@ public final class SystemRun {
      * shape (vertices after chaining) under {@code phase}.
      */
     private Collector.State collect(Env e, org.apache.flink.streaming.api.datastream.DataStream<Row> changelog, String phase, String shape) {
-        int subtasks = shape.equals("chained") ? PARALLELISM : 1;
+        int subtasks = collectorSubtasks(e, shape);
         Collector.State st = Collector.fold(workload::expected, workload.keys(), subtasks);
         changelog.addSink(new Collector()).setParallelism(subtasks).name("fold");
         int vertices = e.env.getStreamGraph(false).getJobGraph().getNumberOfVertices();
@@ -428,7 +442,7 @@ public final class SystemRun {
         // Chained to the source like the read phase's fold (no network edge and its buffer
         // timeout between the source and the arrival clock), unless --read-shape single.
         re.t.toChangelogStream(re.t.sqlQuery(query)).addSink(new Collector())
-                .setParallelism(readShape().equals("chained") ? PARALLELISM : 1).name("freshness");
+                .setParallelism(collectorSubtasks(re, readShape())).name("freshness");
         JobClient reader = re.env.executeAsync("fresh reader " + arg("system"));
         awaitRunning(reader);
         Thread.sleep(3000); // splits assigned and following
