@@ -40,6 +40,8 @@ var errorCodes = map[error]codes.Code{
 	store.ErrInternal:               codes.Internal,
 	store.ErrResourceExhausted:      codes.ResourceExhausted,
 	store.ErrAborted:                codes.Aborted,
+	store.ErrNotFound:               codes.NotFound,
+	store.ErrPartitionDropped:       codes.NotFound,
 	binlog.ErrInvalid:               codes.InvalidArgument,
 	binlog.ErrNotFound:              codes.NotFound,
 	binlog.ErrFailedPrecondition:    codes.FailedPrecondition,

@@ -31,6 +31,7 @@ import (
 //	staging                         StagingStats and Staging
 //	committed user=U [bucket=N]     CommittedCheckpoint
 //	expire now=MS                   ExpireStaging
+//	drop-partition partition=P [at=MS]   DropPartition
 func TestDataDriven(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
 		var st *Table
@@ -256,6 +257,22 @@ func TestDataDriven(t *testing.T) {
 				var sb strings.Builder
 				for _, o := range st.Buckets() {
 					fmt.Fprintf(&sb, "%q/%d [%d, %d) last=%d\n", o.Partition, o.Bucket, o.StartOffset, o.EndOffset, o.LastCommitMs)
+				}
+				return sb.String()
+			case "drop-partition":
+				var part string
+				td.ScanArgs(t, "partition", &part)
+				if td.HasArg("at") {
+					td.ScanArgs(t, "at", &clock.ms)
+				}
+				r, err := st.DropPartition(part)
+				if err != nil {
+					return formatError(err)
+				}
+				var sb strings.Builder
+				fmt.Fprintf(&sb, "dropped %q state=%d at=%d\n", r.Partition, r.StateRows, r.DroppedMs)
+				for _, b := range r.Buckets {
+					fmt.Fprintf(&sb, "bucket %q/%d end=%d rows=%d\n", b.Partition, b.Bucket, b.EndOffset, b.Rows)
 				}
 				return sb.String()
 			case "reopen":

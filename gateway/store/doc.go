@@ -26,6 +26,8 @@
 //	                             big-endian commit ms (shared by the chunk's rows), 4 bytes
 //	                             big-endian n, then per row: 1 byte RowKind, uvarint length,
 //	                             rowcodec.EncodeValue of the full row (chunk.go)
+//	"d" P B                      drop record of a bucket of a dropped partition: uvarint end
+//	                             offset at the drop, varint drop ms (partition_drop.go)
 //
 // A bucket's metadata key exists once a write touched it; offsets are dense: the changelog rows
 // of a bucket are exactly the offsets [start, end), and start is always the first offset of a

@@ -53,6 +53,11 @@ var (
 	// ErrAborted: a snapshot view was released (lease ended, table closed) under its reader
 	// (Aborted: resume after the last key with a new view).
 	ErrAborted = errors.New("aborted")
+	// ErrNotFound: DropPartition of a partition the table does not have (NotFound).
+	ErrNotFound = errors.New("not found")
+	// ErrPartitionDropped: a read of a bucket whose partition was dropped (partition_drop.go);
+	// DoGet ends with the PARTITION_DROPPED marker rather than an error (proto/README.md).
+	ErrPartitionDropped = errors.New("partition dropped")
 	// ErrInternal: Pebble or the file system failed, or stored bytes are malformed (Internal).
 	ErrInternal = errors.New("internal error")
 )

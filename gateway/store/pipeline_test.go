@@ -123,7 +123,7 @@ func TestFollowTail(t *testing.T) {
 		first := end - c.ChangelogRows
 		firsts = append(firsts, first)
 		for _, from := range []int64{first, (first + end) / 2, end - 1, end} {
-			if _, _, chunks := st.readView(id, from); (chunks != nil) != (tail && from < end) {
+			if _, _, chunks, _, _ := st.readView(id, from); (chunks != nil) != (tail && from < end) {
 				t.Fatalf("offset %d (write [%d, %d)): tail chunks %v, want tail %v", from, first, end, chunks != nil, tail)
 			}
 			es, err := st.Read(id, from, 0, nil)
@@ -167,10 +167,10 @@ func TestFollowTail(t *testing.T) {
 		c := write(func() Commit { return mustWrite(t, st, kvBatch(w.ids, w.v)) })
 		if len(w.v) == 100_000 {
 			end := c.Buckets[0].EndOffset
-			if _, _, chunks := st.readView(id, end-2); chunks != nil {
+			if _, _, chunks, _, _ := st.readView(id, end-2); chunks != nil {
 				t.Fatal("the tail holds more than tailMaxBytes")
 			}
-			if _, _, chunks := st.readView(id, end-1); chunks == nil {
+			if _, _, chunks, _, _ := st.readView(id, end-1); chunks == nil {
 				t.Fatal("the tail lost the newest row")
 			}
 			firsts = append(firsts, end-2)
@@ -189,7 +189,7 @@ func TestFollowTail(t *testing.T) {
 	checkFold(t, st)
 	unfollow()
 	unfollow() // twice is harmless
-	if _, _, chunks := st.readView(id, firsts[len(firsts)-1]); chunks != nil {
+	if _, _, chunks, _, _ := st.readView(id, firsts[len(firsts)-1]); chunks != nil {
 		t.Fatal("the tail outlived its last follower")
 	}
 	for _, r := range reads {
@@ -224,7 +224,7 @@ func TestFollowTail(t *testing.T) {
 	if es, err := st.Read(id, first, 0, nil); err != nil || len(es) != 8 || es[0].Offset != first {
 		t.Fatalf("read after retention: %d rows, %v", len(es), err)
 	}
-	if _, _, chunks := st.readView(id, first); chunks == nil {
+	if _, _, chunks, _, _ := st.readView(id, first); chunks == nil {
 		t.Fatal("the tail lost the retained write")
 	}
 }

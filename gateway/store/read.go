@@ -35,7 +35,8 @@ func (t *Table) removedError(id BucketID, from int64, m meta) error {
 // empty at offset 0. Offsets the in-memory tail of a followed bucket holds (Follow) are read from
 // memory, older ones from Pebble.
 //
-// Errors (ErrOutOfRange, SPEC section 5): from below the oldest retained offset (the message
+// Errors: ErrPartitionDropped when from belongs to a dropped partition (PartitionDropped);
+// ErrOutOfRange (SPEC section 5): from below the oldest retained offset (the message
 // names the table, partition, bucket and the removed range [0, start)), or above the end offset.
 // ErrClosed when the table is closed, ErrInternal for storage errors.
 func (t *Table) Read(id BucketID, from int64, maxRows int, dst []Entry) ([]Entry, error) {
@@ -44,7 +45,10 @@ func (t *Table) Read(id BucketID, from int64, maxRows int, dst []Entry) ([]Entry
 		return dst, err
 	}
 	defer t.end()
-	m, prefix, tail := t.readView(id, from)
+	m, prefix, tail, droppedEnd, dropped := t.readView(id, from)
+	if dropped {
+		return dst, t.droppedError(id, from, droppedEnd)
+	}
 	if from < m.start {
 		return dst, t.removedError(id, from, m)
 	}
@@ -106,6 +110,9 @@ func (t *Table) Read(id BucketID, from int64, maxRows int, dst []Entry) ([]Entry
 		return dst, t.internal(err)
 	}
 	if want != upto {
+		if end, ok := t.PartitionDropped(id, want); ok {
+			return dst[:0], t.droppedError(id, want, end)
+		}
 		m, _ := t.published(id)
 		if want < m.start {
 			return dst[:0], t.removedError(id, want, m)

@@ -183,6 +183,10 @@ type bucket struct {
 	// end of Apply, a snapshot open), guarded by Table.mu: a bucket that does not exist on disk
 	// is forgotten once nothing holds or follows it (Table.releaseBucket).
 	refs int
+	// Guarded by Table.mu: the bucket's partition was dropped when its end offset was
+	// droppedEnd (partition_drop.go); the bucket is then kept in memory for good.
+	dropped    bool
+	droppedEnd int64
 }
 
 // Open opens (creating when needed) the Pebble DB of tbl at tbl.Location/data and rebuilds the
@@ -316,6 +320,9 @@ func (t *Table) load() error {
 	if err := it.Error(); err != nil {
 		return t.internal(err)
 	}
+	if err := t.loadDropped(); err != nil {
+		return err
+	}
 	if err := t.loadSlots(); err != nil {
 		return err
 	}
@@ -402,7 +409,7 @@ func (t *Table) releaseBucket(b *bucket) {
 // follow DoGets on partitions that do not exist used to grow the heap for good). Called with
 // t.mu held.
 func (t *Table) forgetIfUnused(b *bucket) {
-	if b.exists || b.refs > 0 || b.followers > 0 || len(b.queue) > 0 || t.buckets[b.id] != b {
+	if b.exists || b.dropped || b.refs > 0 || b.followers > 0 || len(b.queue) > 0 || t.buckets[b.id] != b {
 		return
 	}
 	for off, ch := range b.waiters {
@@ -472,15 +479,21 @@ var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); retu
 // once its last follower leaves, the channel is closed and the bucket forgotten, so call Wait
 // for such a bucket only while following it. Waiters for the same (bucket, offset) share one
 // channel, so abandoning a Wait costs nothing lasting. A spurious wakeup is possible (re-check
-// the offsets). Wakeups come from commits in this process: there is no polling.
+// the offsets). Wakeups come from commits in this process: there is no polling. A drop of the
+// bucket's partition wakes every waiter, and Wait of an offset of a dropped partition
+// (PartitionDropped) returns a closed channel: the next Read says ErrPartitionDropped.
 func (t *Table) Wait(id BucketID, offset int64) <-chan struct{} {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
 		return closedChan
 	}
-	b := t.bucketFor(id)
-	if b.m.end > offset {
+	return t.waitLocked(t.bucketFor(id), offset)
+}
+
+// waitLocked is Wait for bucket b; t.mu held.
+func (t *Table) waitLocked(b *bucket, offset int64) <-chan struct{} {
+	if b.m.end > offset || b.droppedAt(offset) {
 		return closedChan
 	}
 	ch := b.waiters[offset]

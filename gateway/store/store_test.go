@@ -28,6 +28,7 @@ var kindNames = []struct {
 }{
 	{ErrInvalid, "InvalidArgument"}, {ErrFailedPrecondition, "FailedPrecondition"}, {ErrOutOfRange, "OutOfRange"},
 	{ErrClosed, "Unavailable"}, {ErrTableFailed, "Unavailable"}, {ErrInternal, "Internal"}, {context.Canceled, "Canceled"}, {context.DeadlineExceeded, "DeadlineExceeded"},
+	{ErrNotFound, "NotFound"}, {ErrPartitionDropped, "PartitionDropped"},
 }
 
 // formatError prints err as "error KIND: message" for the datadriven files.

@@ -82,16 +82,20 @@ func (b *bucket) trimTail(offset int64) {
 }
 
 // readView returns the published metadata and key prefix of bucket id and, when the tail holds
-// offset from, copies of the tail chunks from the one holding from on (nil otherwise).
-func (t *Table) readView(id BucketID, from int64) (meta, []byte, []chunk) {
+// offset from, copies of the tail chunks from the one holding from on (nil otherwise), and
+// whether from belongs to a dropped partition (partition_drop.go) with the dropped end offset.
+func (t *Table) readView(id BucketID, from int64) (m meta, prefix []byte, tail []chunk, droppedEnd int64, dropped bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	b := t.buckets[id]
 	if b == nil {
-		return meta{}, nil, nil
+		return meta{}, nil, nil, 0, false
+	}
+	if b.droppedAt(from) {
+		return b.m, b.prefix, nil, b.droppedEnd, true
 	}
 	if len(b.tail) == 0 || b.tail[0].first > from || from >= b.m.end {
-		return b.m, b.prefix, nil
+		return b.m, b.prefix, nil, 0, false
 	}
 	i, _ := slices.BinarySearchFunc(b.tail, from, func(c chunk, off int64) int {
 		switch {
@@ -102,5 +106,5 @@ func (t *Table) readView(id BucketID, from int64) (meta, []byte, []chunk) {
 		}
 		return 0
 	})
-	return b.m, b.prefix, slices.Clone(b.tail[i:])
+	return b.m, b.prefix, slices.Clone(b.tail[i:]), 0, false
 }
