@@ -147,6 +147,11 @@ func TestAuthorizeEveryCall(t *testing.T) {
 	setupShop(t, g)
 	ordersCmd := writeCmd(t, &setatspb.WriteCommand{Database: "shop", Table: "orders"})
 	orders := &setatspb.TableRequest{Database: "shop", Table: "orders"}
+	if err := g.asUser("admin").action(ActionCreateTable, &setatspb.CreateTableRequest{Spec: &setatspb.TableSpec{
+		Database: "shop", Table: "parts", Columns: []*setatspb.Column{{Name: "id", Type: "INT"}, {Name: "dt", Type: "STRING"}},
+		PrimaryKey: []string{"id", "dt"}, PartitionKeys: []string{"dt"}}}, &setatspb.TableInfo{}); err != nil {
+		t.Fatal(err) // drop-partition needs a partitioned table
+	}
 
 	type call struct {
 		name string
@@ -297,6 +302,10 @@ func TestAuthorizeEveryCall(t *testing.T) {
 		}},
 		{"drop-table", "admin", "shop.orders2", func(g *testGateway, _ string) error {
 			return g.action(ActionDropTable, &setatspb.TableRequest{Database: "shop", Table: "orders2", IgnoreIfNotExists: true}, &setatspb.Empty{})
+		}},
+		{"drop-partition", "admin", "shop.parts", func(g *testGateway, _ string) error {
+			return g.action(ActionDropPartition, &setatspb.DropPartitionRequest{Database: "shop", Table: "parts",
+				PartitionSpec: map[string]string{"dt": "d1"}, IgnoreIfNotExists: true}, &setatspb.DropPartitionResponse{})
 		}},
 		{"create-database", "admin", "database db_", func(g *testGateway, user string) error {
 			return g.action(ActionCreateDatabase, &setatspb.DatabaseRequest{Database: "db_" + user}, &setatspb.Empty{})

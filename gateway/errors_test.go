@@ -47,6 +47,8 @@ func TestErrorCodes(t *testing.T) {
 		{store.ErrInternal, &store.Error{Kind: store.ErrInternal, Err: errors.New("m")}, codes.Internal},
 		{store.ErrResourceExhausted, &store.Error{Kind: store.ErrResourceExhausted, Err: errors.New("m")}, codes.ResourceExhausted},
 		{store.ErrAborted, &store.Error{Kind: store.ErrAborted, Err: errors.New("m")}, codes.Aborted},
+		{store.ErrNotFound, &store.Error{Kind: store.ErrNotFound, Err: errors.New("m")}, codes.NotFound},
+		{store.ErrPartitionDropped, &store.Error{Kind: store.ErrPartitionDropped, Err: errors.New("m")}, codes.NotFound},
 		{binlog.ErrInvalid, &binlog.Error{Kind: binlog.ErrInvalid, Err: errors.New("m")}, codes.InvalidArgument},
 		{binlog.ErrNotFound, &binlog.Error{Kind: binlog.ErrNotFound, Err: errors.New("m")}, codes.NotFound},
 		{binlog.ErrFailedPrecondition, &binlog.Error{Kind: binlog.ErrFailedPrecondition, Err: errors.New("m")}, codes.FailedPrecondition},

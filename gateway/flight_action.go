@@ -244,6 +244,9 @@ func (s *Server) action(ctx context.Context, typ string, body []byte) (encoding,
 	if enc, res, err, ok := s.binlogAction(ctx, typ, body); ok {
 		return enc, res, err
 	}
+	if enc, res, err, ok := s.partitionAction(ctx, typ, body); ok { // partition_drop.go
+		return enc, res, err
+	}
 	return encBinary, nil, status.Errorf(codes.InvalidArgument, "unknown action type %s (ListActions lists the action types)", culprit.Quote(typ))
 }
 

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
@@ -35,7 +36,8 @@ import (
 func (f *flightService) DoGet(tkt *flight.Ticket, stream flight.FlightService_DoGetServer) error {
 	s := f.s
 	t := &setatspb.ChangelogTicket{}
-	if _, err := decodeMsg(tkt.GetTicket(), t, "ChangelogTicket"); err != nil {
+	enc, err := decodeMsg(tkt.GetTicket(), t, "ChangelogTicket")
+	if err != nil {
 		return err
 	}
 	if c := t.GetChannel(); c != nil {
@@ -77,8 +79,17 @@ func (f *flightService) DoGet(tkt *flight.Ticket, stream flight.FlightService_Do
 	// Resolve the start.
 	var next, end int64
 	skipBeforeMs := int64(-1) // with a timestamp start, rows committed before it are skipped
+	droppedEnd := int64(-1)   // >= 0: the start lies in a dropped partition (partition_drop.go)
 	err = ot.use(s, func(st *storeTable) error {
 		bo := offsetsOf(st, id)
+		from := bo.StartOffset
+		if o, ok := t.GetStart().(*setatspb.ChangelogTicket_Offset); ok {
+			from = o.Offset
+		}
+		if e, dropped := st.PartitionDropped(id, from); dropped {
+			droppedEnd = e
+			return nil
+		}
 		end = bo.EndOffset
 		switch start := t.GetStart().(type) {
 		case *setatspb.ChangelogTicket_Offset:
@@ -114,7 +125,7 @@ func (f *flightService) DoGet(tkt *flight.Ticket, stream flight.FlightService_Do
 		return err
 	}
 	follow := t.GetFollow()
-	if eo := t.GetEndOffset(); eo > 0 {
+	if eo := t.GetEndOffset(); eo > 0 && droppedEnd < 0 {
 		// A bounded range [next, eo) (binlog changes).
 		if eo < next {
 			return status.Errorf(codes.InvalidArgument, "%s: end offset %d is below the start offset %d", where, eo, next)
@@ -149,6 +160,9 @@ func (f *flightService) DoGet(tkt *flight.Ticket, stream flight.FlightService_Do
 	bld := row.NewChangelogBuilder(s.mem, ot.tbl, schema)
 	defer bld.Release()
 
+	if droppedEnd >= 0 {
+		return sendChangelogEnd(w, bld, enc, id, droppedEnd)
+	}
 	s.metrics.openStreams.Inc()
 	defer s.metrics.openStreams.Dec()
 	rowsRead := s.metrics.readCounters(ot.label)
@@ -193,6 +207,10 @@ func (f *flightService) DoGet(tkt *flight.Ticket, stream flight.FlightService_Do
 		err := ot.use(s, func(st *storeTable) error {
 			var err error
 			buf, err = st.Read(id, next, limit, buf[:0])
+			if errors.Is(err, store.ErrPartitionDropped) {
+				droppedEnd, _ = st.PartitionDropped(id, next)
+				return nil
+			}
 			if err != nil {
 				// OutOfRange when retention removed rows ahead of this reader: the store's message
 				// names the bucket and the removed offsets (SPEC section 5: never skip silently).
@@ -205,6 +223,9 @@ func (f *flightService) DoGet(tkt *flight.Ticket, stream flight.FlightService_Do
 		})
 		if err != nil {
 			return err
+		}
+		if droppedEnd >= 0 {
+			return sendChangelogEnd(w, bld, enc, id, droppedEnd)
 		}
 		if len(buf) > 0 {
 			next = buf[len(buf)-1].Offset + 1

@@ -155,6 +155,13 @@ func (m *metrics) setBucketOffsets(table, partition string, bucket int32, start,
 	m.endOffset.WithLabelValues(table, partition, b).Set(float64(end))
 }
 
+// forgetBucket removes the offset series of one bucket (its partition was dropped).
+func (m *metrics) forgetBucket(table, partition string, bucket int32) {
+	b := strconv.Itoa(int(bucket))
+	m.startOffset.DeleteLabelValues(table, partition, b)
+	m.endOffset.DeleteLabelValues(table, partition, b)
+}
+
 // forgetTable removes the per-bucket series of a closed or dropped table.
 func (m *metrics) forgetTable(table string) {
 	m.delivery.forgetTable(table)

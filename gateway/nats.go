@@ -23,12 +23,14 @@ import (
 )
 
 // Notification subjects (proto Notification): setats.<database>.<table>.<kind> where kind is
-// "data" (NEW_DATA), "bucket" (NEW_BUCKET) or "table" (TABLE_CREATED, TABLE_DROPPED).
+// "data" (NEW_DATA), "bucket" (NEW_BUCKET), "table" (TABLE_CREATED, TABLE_DROPPED) or
+// "partition" (PARTITION_DROPPED).
 const (
 	subjectPrefix = "setats"
 	kindData      = "data"
 	kindBucket    = "bucket"
 	kindTable     = "table"
+	kindPartition = "partition"
 )
 
 // natsReadyTimeout bounds how long Start waits for the embedded NATS server to accept clients.
@@ -226,6 +228,8 @@ func notificationKindSubject(k setatspb.NotificationKind) string {
 		return kindBucket
 	case setatspb.NotificationKind_TABLE_CREATED, setatspb.NotificationKind_TABLE_DROPPED:
 		return kindTable
+	case setatspb.NotificationKind_PARTITION_DROPPED:
+		return kindPartition
 	default:
 		return kindData
 	}

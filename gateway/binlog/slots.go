@@ -241,6 +241,9 @@ func (s *Slots) Register(name, owner string, points []Point, checkpoint bool) (s
 		if err := s.checkBucket(name, id); err != nil {
 			return r, err
 		}
+		if _, dropped := s.st.PartitionDropped(id, p.Offset); dropped {
+			continue // a position in a dropped partition: its points were removed with it
+		}
 		o, _ := s.st.Offsets(id)
 		if p.Offset < 0 || p.Offset > o.EndOffset {
 			return r, errorf(ErrOutOfRange, "%s %s: sync point %d is beyond the end offset %d (a sync point never moves past the end)",
@@ -281,6 +284,15 @@ func (s *Slots) Register(name, owner string, points []Point, checkpoint bool) (s
 		return r, err
 	}
 	return r, nil
+}
+
+// DropPartition drops partition from the table's store (store.Table.DropPartition, which also
+// removes every slot's sync points of its buckets), serialised with the slot changes of this
+// Slots so that no registration racing with the drop writes a point of it back.
+func (s *Slots) DropPartition(partition string) (store.DropResult, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.st.DropPartition(partition)
 }
 
 // startOf returns the oldest retained offset of a bucket (0 when it has no row).

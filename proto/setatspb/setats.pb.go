@@ -87,6 +87,54 @@ func (StartPosition) EnumDescriptor() ([]byte, []int) {
 	return file_setats_proto_rawDescGZIP(), []int{0}
 }
 
+// ChangelogEndReason says why a changelog DoGet ended before its requested end.
+type ChangelogEndReason int32
+
+const (
+	ChangelogEndReason_CHANGELOG_END_REASON_UNSPECIFIED ChangelogEndReason = 0
+	// the bucket's partition was dropped (drop-partition): the split is finished.
+	ChangelogEndReason_END_PARTITION_DROPPED ChangelogEndReason = 1
+)
+
+// Enum value maps for ChangelogEndReason.
+var (
+	ChangelogEndReason_name = map[int32]string{
+		0: "CHANGELOG_END_REASON_UNSPECIFIED",
+		1: "END_PARTITION_DROPPED",
+	}
+	ChangelogEndReason_value = map[string]int32{
+		"CHANGELOG_END_REASON_UNSPECIFIED": 0,
+		"END_PARTITION_DROPPED":            1,
+	}
+)
+
+func (x ChangelogEndReason) Enum() *ChangelogEndReason {
+	p := new(ChangelogEndReason)
+	*p = x
+	return p
+}
+
+func (x ChangelogEndReason) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ChangelogEndReason) Descriptor() protoreflect.EnumDescriptor {
+	return file_setats_proto_enumTypes[1].Descriptor()
+}
+
+func (ChangelogEndReason) Type() protoreflect.EnumType {
+	return &file_setats_proto_enumTypes[1]
+}
+
+func (x ChangelogEndReason) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ChangelogEndReason.Descriptor instead.
+func (ChangelogEndReason) EnumDescriptor() ([]byte, []int) {
+	return file_setats_proto_rawDescGZIP(), []int{1}
+}
+
 type NotificationKind int32
 
 const (
@@ -96,6 +144,9 @@ const (
 	NotificationKind_NEW_BUCKET                    NotificationKind = 3 // a (partition, bucket) received its first row
 	NotificationKind_TABLE_CREATED                 NotificationKind = 4
 	NotificationKind_TABLE_DROPPED                 NotificationKind = 5
+	// a partition was dropped (drop-partition): partition names it, end_offset is 0 and
+	// commit_ms the drop time; its buckets' readers end with ChangelogEnd END_PARTITION_DROPPED.
+	NotificationKind_PARTITION_DROPPED NotificationKind = 6
 )
 
 // Enum value maps for NotificationKind.
@@ -107,6 +158,7 @@ var (
 		3: "NEW_BUCKET",
 		4: "TABLE_CREATED",
 		5: "TABLE_DROPPED",
+		6: "PARTITION_DROPPED",
 	}
 	NotificationKind_value = map[string]int32{
 		"NOTIFICATION_KIND_UNSPECIFIED": 0,
@@ -115,6 +167,7 @@ var (
 		"NEW_BUCKET":                    3,
 		"TABLE_CREATED":                 4,
 		"TABLE_DROPPED":                 5,
+		"PARTITION_DROPPED":             6,
 	}
 )
 
@@ -129,11 +182,11 @@ func (x NotificationKind) String() string {
 }
 
 func (NotificationKind) Descriptor() protoreflect.EnumDescriptor {
-	return file_setats_proto_enumTypes[1].Descriptor()
+	return file_setats_proto_enumTypes[2].Descriptor()
 }
 
 func (NotificationKind) Type() protoreflect.EnumType {
-	return &file_setats_proto_enumTypes[1]
+	return &file_setats_proto_enumTypes[2]
 }
 
 func (x NotificationKind) Number() protoreflect.EnumNumber {
@@ -142,7 +195,7 @@ func (x NotificationKind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use NotificationKind.Descriptor instead.
 func (NotificationKind) EnumDescriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{1}
+	return file_setats_proto_rawDescGZIP(), []int{2}
 }
 
 // SlotStatus is a slot's status.
@@ -182,11 +235,11 @@ func (x SlotStatus) String() string {
 }
 
 func (SlotStatus) Descriptor() protoreflect.EnumDescriptor {
-	return file_setats_proto_enumTypes[2].Descriptor()
+	return file_setats_proto_enumTypes[3].Descriptor()
 }
 
 func (SlotStatus) Type() protoreflect.EnumType {
-	return &file_setats_proto_enumTypes[2]
+	return &file_setats_proto_enumTypes[3]
 }
 
 func (x SlotStatus) Number() protoreflect.EnumNumber {
@@ -195,7 +248,7 @@ func (x SlotStatus) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use SlotStatus.Descriptor instead.
 func (SlotStatus) EnumDescriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{2}
+	return file_setats_proto_rawDescGZIP(), []int{3}
 }
 
 // CatalogContext carries the catalog options of a Flink DDL (SPEC section 2). A request that names
@@ -1869,6 +1922,245 @@ func (x *TableRequest) GetIgnoreIfNotExists() bool {
 	return false
 }
 
+// DropPartitionRequest names one partition of a table (action drop-partition, proto/README.md
+// "Dropping partitions"): either partition_spec (partition key column -> value in its string
+// form, Flink's CatalogPartitionSpec) or partition (the partition name "k1=v1/k2=v2").
+type DropPartitionRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Catalog       *CatalogContext        `protobuf:"bytes,1,opt,name=catalog,proto3" json:"catalog,omitempty"`
+	Database      string                 `protobuf:"bytes,2,opt,name=database,proto3" json:"database,omitempty"`
+	Table         string                 `protobuf:"bytes,3,opt,name=table,proto3" json:"table,omitempty"`
+	PartitionSpec map[string]string      `protobuf:"bytes,4,rep,name=partition_spec,json=partitionSpec,proto3" json:"partition_spec,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Partition     string                 `protobuf:"bytes,5,opt,name=partition,proto3" json:"partition,omitempty"`
+	// Succeed (dropped = false) when the table has no such partition.
+	IgnoreIfNotExists bool `protobuf:"varint,6,opt,name=ignore_if_not_exists,json=ignoreIfNotExists,proto3" json:"ignore_if_not_exists,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *DropPartitionRequest) Reset() {
+	*x = DropPartitionRequest{}
+	mi := &file_setats_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DropPartitionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DropPartitionRequest) ProtoMessage() {}
+
+func (x *DropPartitionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_setats_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DropPartitionRequest.ProtoReflect.Descriptor instead.
+func (*DropPartitionRequest) Descriptor() ([]byte, []int) {
+	return file_setats_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *DropPartitionRequest) GetCatalog() *CatalogContext {
+	if x != nil {
+		return x.Catalog
+	}
+	return nil
+}
+
+func (x *DropPartitionRequest) GetDatabase() string {
+	if x != nil {
+		return x.Database
+	}
+	return ""
+}
+
+func (x *DropPartitionRequest) GetTable() string {
+	if x != nil {
+		return x.Table
+	}
+	return ""
+}
+
+func (x *DropPartitionRequest) GetPartitionSpec() map[string]string {
+	if x != nil {
+		return x.PartitionSpec
+	}
+	return nil
+}
+
+func (x *DropPartitionRequest) GetPartition() string {
+	if x != nil {
+		return x.Partition
+	}
+	return ""
+}
+
+func (x *DropPartitionRequest) GetIgnoreIfNotExists() bool {
+	if x != nil {
+		return x.IgnoreIfNotExists
+	}
+	return false
+}
+
+// DropPartitionResponse reports a drop-partition: the partition's name, its buckets with their
+// end offsets at the drop (a bucket written again continues from there), the merged rows
+// removed and the drop time (ms). dropped is false when ignore_if_not_exists found nothing.
+type DropPartitionResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Partition     string                 `protobuf:"bytes,1,opt,name=partition,proto3" json:"partition,omitempty"`
+	Buckets       []*BucketOffsets       `protobuf:"bytes,2,rep,name=buckets,proto3" json:"buckets,omitempty"`
+	StateRows     int64                  `protobuf:"varint,3,opt,name=state_rows,json=stateRows,proto3" json:"state_rows,omitempty"`
+	DroppedMs     int64                  `protobuf:"varint,4,opt,name=dropped_ms,json=droppedMs,proto3" json:"dropped_ms,omitempty"`
+	Dropped       bool                   `protobuf:"varint,5,opt,name=dropped,proto3" json:"dropped,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DropPartitionResponse) Reset() {
+	*x = DropPartitionResponse{}
+	mi := &file_setats_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DropPartitionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DropPartitionResponse) ProtoMessage() {}
+
+func (x *DropPartitionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_setats_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DropPartitionResponse.ProtoReflect.Descriptor instead.
+func (*DropPartitionResponse) Descriptor() ([]byte, []int) {
+	return file_setats_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *DropPartitionResponse) GetPartition() string {
+	if x != nil {
+		return x.Partition
+	}
+	return ""
+}
+
+func (x *DropPartitionResponse) GetBuckets() []*BucketOffsets {
+	if x != nil {
+		return x.Buckets
+	}
+	return nil
+}
+
+func (x *DropPartitionResponse) GetStateRows() int64 {
+	if x != nil {
+		return x.StateRows
+	}
+	return 0
+}
+
+func (x *DropPartitionResponse) GetDroppedMs() int64 {
+	if x != nil {
+		return x.DroppedMs
+	}
+	return 0
+}
+
+func (x *DropPartitionResponse) GetDropped() bool {
+	if x != nil {
+		return x.Dropped
+	}
+	return false
+}
+
+// ChangelogEnd is the app_metadata of the last FlightData message (an empty record batch) of a
+// changelog DoGet that ends for a reason (proto/README.md "Dropping partitions"); the stream then
+// completes without an error.
+type ChangelogEnd struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Reason    ChangelogEndReason     `protobuf:"varint,1,opt,name=reason,proto3,enum=setats.v1.ChangelogEndReason" json:"reason,omitempty"`
+	Partition string                 `protobuf:"bytes,2,opt,name=partition,proto3" json:"partition,omitempty"`
+	Bucket    int32                  `protobuf:"varint,3,opt,name=bucket,proto3" json:"bucket,omitempty"`
+	// the bucket's end offset when its partition was dropped.
+	EndOffset     int64 `protobuf:"varint,4,opt,name=end_offset,json=endOffset,proto3" json:"end_offset,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ChangelogEnd) Reset() {
+	*x = ChangelogEnd{}
+	mi := &file_setats_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ChangelogEnd) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ChangelogEnd) ProtoMessage() {}
+
+func (x *ChangelogEnd) ProtoReflect() protoreflect.Message {
+	mi := &file_setats_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ChangelogEnd.ProtoReflect.Descriptor instead.
+func (*ChangelogEnd) Descriptor() ([]byte, []int) {
+	return file_setats_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *ChangelogEnd) GetReason() ChangelogEndReason {
+	if x != nil {
+		return x.Reason
+	}
+	return ChangelogEndReason_CHANGELOG_END_REASON_UNSPECIFIED
+}
+
+func (x *ChangelogEnd) GetPartition() string {
+	if x != nil {
+		return x.Partition
+	}
+	return ""
+}
+
+func (x *ChangelogEnd) GetBucket() int32 {
+	if x != nil {
+		return x.Bucket
+	}
+	return 0
+}
+
+func (x *ChangelogEnd) GetEndOffset() int64 {
+	if x != nil {
+		return x.EndOffset
+	}
+	return 0
+}
+
 type ListTablesRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Catalog       *CatalogContext        `protobuf:"bytes,1,opt,name=catalog,proto3" json:"catalog,omitempty"`
@@ -1879,7 +2171,7 @@ type ListTablesRequest struct {
 
 func (x *ListTablesRequest) Reset() {
 	*x = ListTablesRequest{}
-	mi := &file_setats_proto_msgTypes[19]
+	mi := &file_setats_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1891,7 +2183,7 @@ func (x *ListTablesRequest) String() string {
 func (*ListTablesRequest) ProtoMessage() {}
 
 func (x *ListTablesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[19]
+	mi := &file_setats_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1904,7 +2196,7 @@ func (x *ListTablesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTablesRequest.ProtoReflect.Descriptor instead.
 func (*ListTablesRequest) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{19}
+	return file_setats_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ListTablesRequest) GetCatalog() *CatalogContext {
@@ -1930,7 +2222,7 @@ type ListTablesResponse struct {
 
 func (x *ListTablesResponse) Reset() {
 	*x = ListTablesResponse{}
-	mi := &file_setats_proto_msgTypes[20]
+	mi := &file_setats_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1942,7 +2234,7 @@ func (x *ListTablesResponse) String() string {
 func (*ListTablesResponse) ProtoMessage() {}
 
 func (x *ListTablesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[20]
+	mi := &file_setats_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1955,7 +2247,7 @@ func (x *ListTablesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTablesResponse.ProtoReflect.Descriptor instead.
 func (*ListTablesResponse) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{20}
+	return file_setats_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ListTablesResponse) GetTables() []string {
@@ -1975,7 +2267,7 @@ type ListBucketsResponse struct {
 
 func (x *ListBucketsResponse) Reset() {
 	*x = ListBucketsResponse{}
-	mi := &file_setats_proto_msgTypes[21]
+	mi := &file_setats_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1987,7 +2279,7 @@ func (x *ListBucketsResponse) String() string {
 func (*ListBucketsResponse) ProtoMessage() {}
 
 func (x *ListBucketsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[21]
+	mi := &file_setats_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2000,7 +2292,7 @@ func (x *ListBucketsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListBucketsResponse.ProtoReflect.Descriptor instead.
 func (*ListBucketsResponse) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{21}
+	return file_setats_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ListBucketsResponse) GetBuckets() []*BucketOffsets {
@@ -2027,7 +2319,7 @@ type LookupOffsetsRequest struct {
 
 func (x *LookupOffsetsRequest) Reset() {
 	*x = LookupOffsetsRequest{}
-	mi := &file_setats_proto_msgTypes[22]
+	mi := &file_setats_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2039,7 +2331,7 @@ func (x *LookupOffsetsRequest) String() string {
 func (*LookupOffsetsRequest) ProtoMessage() {}
 
 func (x *LookupOffsetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[22]
+	mi := &file_setats_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2052,7 +2344,7 @@ func (x *LookupOffsetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LookupOffsetsRequest.ProtoReflect.Descriptor instead.
 func (*LookupOffsetsRequest) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{22}
+	return file_setats_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *LookupOffsetsRequest) GetCatalog() *CatalogContext {
@@ -2132,7 +2424,7 @@ type ResolvedOffset struct {
 
 func (x *ResolvedOffset) Reset() {
 	*x = ResolvedOffset{}
-	mi := &file_setats_proto_msgTypes[23]
+	mi := &file_setats_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2144,7 +2436,7 @@ func (x *ResolvedOffset) String() string {
 func (*ResolvedOffset) ProtoMessage() {}
 
 func (x *ResolvedOffset) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[23]
+	mi := &file_setats_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2157,7 +2449,7 @@ func (x *ResolvedOffset) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolvedOffset.ProtoReflect.Descriptor instead.
 func (*ResolvedOffset) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{23}
+	return file_setats_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ResolvedOffset) GetPartition() string {
@@ -2197,7 +2489,7 @@ type LookupOffsetsResponse struct {
 
 func (x *LookupOffsetsResponse) Reset() {
 	*x = LookupOffsetsResponse{}
-	mi := &file_setats_proto_msgTypes[24]
+	mi := &file_setats_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2209,7 +2501,7 @@ func (x *LookupOffsetsResponse) String() string {
 func (*LookupOffsetsResponse) ProtoMessage() {}
 
 func (x *LookupOffsetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[24]
+	mi := &file_setats_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2222,7 +2514,7 @@ func (x *LookupOffsetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LookupOffsetsResponse.ProtoReflect.Descriptor instead.
 func (*LookupOffsetsResponse) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{24}
+	return file_setats_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *LookupOffsetsResponse) GetOffsets() []*ResolvedOffset {
@@ -2246,7 +2538,7 @@ type WatchRequest struct {
 
 func (x *WatchRequest) Reset() {
 	*x = WatchRequest{}
-	mi := &file_setats_proto_msgTypes[25]
+	mi := &file_setats_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2258,7 +2550,7 @@ func (x *WatchRequest) String() string {
 func (*WatchRequest) ProtoMessage() {}
 
 func (x *WatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[25]
+	mi := &file_setats_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2271,7 +2563,7 @@ func (x *WatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchRequest.ProtoReflect.Descriptor instead.
 func (*WatchRequest) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{25}
+	return file_setats_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *WatchRequest) GetCatalog() *CatalogContext {
@@ -2313,7 +2605,7 @@ type Notification struct {
 
 func (x *Notification) Reset() {
 	*x = Notification{}
-	mi := &file_setats_proto_msgTypes[26]
+	mi := &file_setats_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2325,7 +2617,7 @@ func (x *Notification) String() string {
 func (*Notification) ProtoMessage() {}
 
 func (x *Notification) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[26]
+	mi := &file_setats_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2338,7 +2630,7 @@ func (x *Notification) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Notification.ProtoReflect.Descriptor instead.
 func (*Notification) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{26}
+	return file_setats_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Notification) GetKind() NotificationKind {
@@ -2418,7 +2710,7 @@ type SlotRequest struct {
 
 func (x *SlotRequest) Reset() {
 	*x = SlotRequest{}
-	mi := &file_setats_proto_msgTypes[27]
+	mi := &file_setats_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2430,7 +2722,7 @@ func (x *SlotRequest) String() string {
 func (*SlotRequest) ProtoMessage() {}
 
 func (x *SlotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[27]
+	mi := &file_setats_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2443,7 +2735,7 @@ func (x *SlotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SlotRequest.ProtoReflect.Descriptor instead.
 func (*SlotRequest) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{27}
+	return file_setats_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *SlotRequest) GetCatalog() *CatalogContext {
@@ -2514,7 +2806,7 @@ type AcquireSlotRequest struct {
 
 func (x *AcquireSlotRequest) Reset() {
 	*x = AcquireSlotRequest{}
-	mi := &file_setats_proto_msgTypes[28]
+	mi := &file_setats_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2526,7 +2818,7 @@ func (x *AcquireSlotRequest) String() string {
 func (*AcquireSlotRequest) ProtoMessage() {}
 
 func (x *AcquireSlotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[28]
+	mi := &file_setats_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2539,7 +2831,7 @@ func (x *AcquireSlotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AcquireSlotRequest.ProtoReflect.Descriptor instead.
 func (*AcquireSlotRequest) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{28}
+	return file_setats_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *AcquireSlotRequest) GetCatalog() *CatalogContext {
@@ -2603,7 +2895,7 @@ type SyncPointPosition struct {
 
 func (x *SyncPointPosition) Reset() {
 	*x = SyncPointPosition{}
-	mi := &file_setats_proto_msgTypes[29]
+	mi := &file_setats_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2615,7 +2907,7 @@ func (x *SyncPointPosition) String() string {
 func (*SyncPointPosition) ProtoMessage() {}
 
 func (x *SyncPointPosition) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[29]
+	mi := &file_setats_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2628,7 +2920,7 @@ func (x *SyncPointPosition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SyncPointPosition.ProtoReflect.Descriptor instead.
 func (*SyncPointPosition) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{29}
+	return file_setats_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *SyncPointPosition) GetPartition() string {
@@ -2670,7 +2962,7 @@ type RegisterSyncPointRequest struct {
 
 func (x *RegisterSyncPointRequest) Reset() {
 	*x = RegisterSyncPointRequest{}
-	mi := &file_setats_proto_msgTypes[30]
+	mi := &file_setats_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2682,7 +2974,7 @@ func (x *RegisterSyncPointRequest) String() string {
 func (*RegisterSyncPointRequest) ProtoMessage() {}
 
 func (x *RegisterSyncPointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[30]
+	mi := &file_setats_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2695,7 +2987,7 @@ func (x *RegisterSyncPointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterSyncPointRequest.ProtoReflect.Descriptor instead.
 func (*RegisterSyncPointRequest) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{30}
+	return file_setats_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *RegisterSyncPointRequest) GetCatalog() *CatalogContext {
@@ -2762,7 +3054,7 @@ type SlotBucket struct {
 
 func (x *SlotBucket) Reset() {
 	*x = SlotBucket{}
-	mi := &file_setats_proto_msgTypes[31]
+	mi := &file_setats_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2774,7 +3066,7 @@ func (x *SlotBucket) String() string {
 func (*SlotBucket) ProtoMessage() {}
 
 func (x *SlotBucket) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[31]
+	mi := &file_setats_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2787,7 +3079,7 @@ func (x *SlotBucket) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SlotBucket.ProtoReflect.Descriptor instead.
 func (*SlotBucket) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{31}
+	return file_setats_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *SlotBucket) GetPartition() string {
@@ -2857,7 +3149,7 @@ type SlotInfo struct {
 
 func (x *SlotInfo) Reset() {
 	*x = SlotInfo{}
-	mi := &file_setats_proto_msgTypes[32]
+	mi := &file_setats_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2869,7 +3161,7 @@ func (x *SlotInfo) String() string {
 func (*SlotInfo) ProtoMessage() {}
 
 func (x *SlotInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[32]
+	mi := &file_setats_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2882,7 +3174,7 @@ func (x *SlotInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SlotInfo.ProtoReflect.Descriptor instead.
 func (*SlotInfo) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{32}
+	return file_setats_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *SlotInfo) GetName() string {
@@ -2964,7 +3256,7 @@ type ListSlotsResponse struct {
 
 func (x *ListSlotsResponse) Reset() {
 	*x = ListSlotsResponse{}
-	mi := &file_setats_proto_msgTypes[33]
+	mi := &file_setats_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2976,7 +3268,7 @@ func (x *ListSlotsResponse) String() string {
 func (*ListSlotsResponse) ProtoMessage() {}
 
 func (x *ListSlotsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[33]
+	mi := &file_setats_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2989,7 +3281,7 @@ func (x *ListSlotsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSlotsResponse.ProtoReflect.Descriptor instead.
 func (*ListSlotsResponse) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{33}
+	return file_setats_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ListSlotsResponse) GetSlots() []*SlotInfo {
@@ -3017,7 +3309,7 @@ type BucketSyncPoint struct {
 
 func (x *BucketSyncPoint) Reset() {
 	*x = BucketSyncPoint{}
-	mi := &file_setats_proto_msgTypes[34]
+	mi := &file_setats_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3029,7 +3321,7 @@ func (x *BucketSyncPoint) String() string {
 func (*BucketSyncPoint) ProtoMessage() {}
 
 func (x *BucketSyncPoint) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[34]
+	mi := &file_setats_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3042,7 +3334,7 @@ func (x *BucketSyncPoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BucketSyncPoint.ProtoReflect.Descriptor instead.
 func (*BucketSyncPoint) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{34}
+	return file_setats_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *BucketSyncPoint) GetPartition() string {
@@ -3091,7 +3383,7 @@ type SyncPointResponse struct {
 
 func (x *SyncPointResponse) Reset() {
 	*x = SyncPointResponse{}
-	mi := &file_setats_proto_msgTypes[35]
+	mi := &file_setats_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3103,7 +3395,7 @@ func (x *SyncPointResponse) String() string {
 func (*SyncPointResponse) ProtoMessage() {}
 
 func (x *SyncPointResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[35]
+	mi := &file_setats_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3116,7 +3408,7 @@ func (x *SyncPointResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SyncPointResponse.ProtoReflect.Descriptor instead.
 func (*SyncPointResponse) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{35}
+	return file_setats_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *SyncPointResponse) GetSlot() string {
@@ -3155,7 +3447,7 @@ type BucketConsumed struct {
 
 func (x *BucketConsumed) Reset() {
 	*x = BucketConsumed{}
-	mi := &file_setats_proto_msgTypes[36]
+	mi := &file_setats_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3167,7 +3459,7 @@ func (x *BucketConsumed) String() string {
 func (*BucketConsumed) ProtoMessage() {}
 
 func (x *BucketConsumed) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[36]
+	mi := &file_setats_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3180,7 +3472,7 @@ func (x *BucketConsumed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BucketConsumed.ProtoReflect.Descriptor instead.
 func (*BucketConsumed) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{36}
+	return file_setats_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *BucketConsumed) GetPartition() string {
@@ -3230,7 +3522,7 @@ type ConsumedResponse struct {
 
 func (x *ConsumedResponse) Reset() {
 	*x = ConsumedResponse{}
-	mi := &file_setats_proto_msgTypes[37]
+	mi := &file_setats_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3242,7 +3534,7 @@ func (x *ConsumedResponse) String() string {
 func (*ConsumedResponse) ProtoMessage() {}
 
 func (x *ConsumedResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[37]
+	mi := &file_setats_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3255,7 +3547,7 @@ func (x *ConsumedResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConsumedResponse.ProtoReflect.Descriptor instead.
 func (*ConsumedResponse) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{37}
+	return file_setats_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ConsumedResponse) GetConsumed() bool {
@@ -3302,7 +3594,7 @@ type ProgressRow struct {
 
 func (x *ProgressRow) Reset() {
 	*x = ProgressRow{}
-	mi := &file_setats_proto_msgTypes[38]
+	mi := &file_setats_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3314,7 +3606,7 @@ func (x *ProgressRow) String() string {
 func (*ProgressRow) ProtoMessage() {}
 
 func (x *ProgressRow) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[38]
+	mi := &file_setats_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3327,7 +3619,7 @@ func (x *ProgressRow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProgressRow.ProtoReflect.Descriptor instead.
 func (*ProgressRow) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{38}
+	return file_setats_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ProgressRow) GetSlot() string {
@@ -3437,7 +3729,7 @@ type ProgressResponse struct {
 
 func (x *ProgressResponse) Reset() {
 	*x = ProgressResponse{}
-	mi := &file_setats_proto_msgTypes[39]
+	mi := &file_setats_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3449,7 +3741,7 @@ func (x *ProgressResponse) String() string {
 func (*ProgressResponse) ProtoMessage() {}
 
 func (x *ProgressResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[39]
+	mi := &file_setats_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3462,7 +3754,7 @@ func (x *ProgressResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProgressResponse.ProtoReflect.Descriptor instead.
 func (*ProgressResponse) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{39}
+	return file_setats_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ProgressResponse) GetRows() []*ProgressRow {
@@ -3488,7 +3780,7 @@ type ConsumerCredentials struct {
 
 func (x *ConsumerCredentials) Reset() {
 	*x = ConsumerCredentials{}
-	mi := &file_setats_proto_msgTypes[40]
+	mi := &file_setats_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3500,7 +3792,7 @@ func (x *ConsumerCredentials) String() string {
 func (*ConsumerCredentials) ProtoMessage() {}
 
 func (x *ConsumerCredentials) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[40]
+	mi := &file_setats_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3513,7 +3805,7 @@ func (x *ConsumerCredentials) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConsumerCredentials.ProtoReflect.Descriptor instead.
 func (*ConsumerCredentials) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{40}
+	return file_setats_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ConsumerCredentials) GetGroup() string {
@@ -3569,7 +3861,7 @@ type ChannelTicket struct {
 
 func (x *ChannelTicket) Reset() {
 	*x = ChannelTicket{}
-	mi := &file_setats_proto_msgTypes[41]
+	mi := &file_setats_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3581,7 +3873,7 @@ func (x *ChannelTicket) String() string {
 func (*ChannelTicket) ProtoMessage() {}
 
 func (x *ChannelTicket) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[41]
+	mi := &file_setats_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3594,7 +3886,7 @@ func (x *ChannelTicket) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChannelTicket.ProtoReflect.Descriptor instead.
 func (*ChannelTicket) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{41}
+	return file_setats_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ChannelTicket) GetChannel() string {
@@ -3718,7 +4010,7 @@ type CreateChannelRequest struct {
 
 func (x *CreateChannelRequest) Reset() {
 	*x = CreateChannelRequest{}
-	mi := &file_setats_proto_msgTypes[42]
+	mi := &file_setats_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3730,7 +4022,7 @@ func (x *CreateChannelRequest) String() string {
 func (*CreateChannelRequest) ProtoMessage() {}
 
 func (x *CreateChannelRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[42]
+	mi := &file_setats_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3743,7 +4035,7 @@ func (x *CreateChannelRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateChannelRequest.ProtoReflect.Descriptor instead.
 func (*CreateChannelRequest) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{42}
+	return file_setats_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *CreateChannelRequest) GetChannel() string {
@@ -3805,7 +4097,7 @@ type ChannelRequest struct {
 
 func (x *ChannelRequest) Reset() {
 	*x = ChannelRequest{}
-	mi := &file_setats_proto_msgTypes[43]
+	mi := &file_setats_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3817,7 +4109,7 @@ func (x *ChannelRequest) String() string {
 func (*ChannelRequest) ProtoMessage() {}
 
 func (x *ChannelRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[43]
+	mi := &file_setats_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3830,7 +4122,7 @@ func (x *ChannelRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChannelRequest.ProtoReflect.Descriptor instead.
 func (*ChannelRequest) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{43}
+	return file_setats_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ChannelRequest) GetChannel() string {
@@ -3873,7 +4165,7 @@ type ChannelInfo struct {
 
 func (x *ChannelInfo) Reset() {
 	*x = ChannelInfo{}
-	mi := &file_setats_proto_msgTypes[44]
+	mi := &file_setats_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3885,7 +4177,7 @@ func (x *ChannelInfo) String() string {
 func (*ChannelInfo) ProtoMessage() {}
 
 func (x *ChannelInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[44]
+	mi := &file_setats_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3898,7 +4190,7 @@ func (x *ChannelInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChannelInfo.ProtoReflect.Descriptor instead.
 func (*ChannelInfo) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{44}
+	return file_setats_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ChannelInfo) GetChannel() string {
@@ -4014,7 +4306,7 @@ type ListChannelsRequest struct {
 
 func (x *ListChannelsRequest) Reset() {
 	*x = ListChannelsRequest{}
-	mi := &file_setats_proto_msgTypes[45]
+	mi := &file_setats_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4026,7 +4318,7 @@ func (x *ListChannelsRequest) String() string {
 func (*ListChannelsRequest) ProtoMessage() {}
 
 func (x *ListChannelsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[45]
+	mi := &file_setats_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4039,7 +4331,7 @@ func (x *ListChannelsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListChannelsRequest.ProtoReflect.Descriptor instead.
 func (*ListChannelsRequest) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{45}
+	return file_setats_proto_rawDescGZIP(), []int{48}
 }
 
 type ListChannelsResponse struct {
@@ -4051,7 +4343,7 @@ type ListChannelsResponse struct {
 
 func (x *ListChannelsResponse) Reset() {
 	*x = ListChannelsResponse{}
-	mi := &file_setats_proto_msgTypes[46]
+	mi := &file_setats_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4063,7 +4355,7 @@ func (x *ListChannelsResponse) String() string {
 func (*ListChannelsResponse) ProtoMessage() {}
 
 func (x *ListChannelsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[46]
+	mi := &file_setats_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4076,7 +4368,7 @@ func (x *ListChannelsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListChannelsResponse.ProtoReflect.Descriptor instead.
 func (*ListChannelsResponse) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{46}
+	return file_setats_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ListChannelsResponse) GetChannels() []*ChannelInfo {
@@ -4098,7 +4390,7 @@ type CreateGroupRequest struct {
 
 func (x *CreateGroupRequest) Reset() {
 	*x = CreateGroupRequest{}
-	mi := &file_setats_proto_msgTypes[47]
+	mi := &file_setats_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4110,7 +4402,7 @@ func (x *CreateGroupRequest) String() string {
 func (*CreateGroupRequest) ProtoMessage() {}
 
 func (x *CreateGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[47]
+	mi := &file_setats_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4123,7 +4415,7 @@ func (x *CreateGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateGroupRequest.ProtoReflect.Descriptor instead.
 func (*CreateGroupRequest) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{47}
+	return file_setats_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *CreateGroupRequest) GetChannel() string {
@@ -4169,7 +4461,7 @@ type GroupInfo struct {
 
 func (x *GroupInfo) Reset() {
 	*x = GroupInfo{}
-	mi := &file_setats_proto_msgTypes[48]
+	mi := &file_setats_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4181,7 +4473,7 @@ func (x *GroupInfo) String() string {
 func (*GroupInfo) ProtoMessage() {}
 
 func (x *GroupInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[48]
+	mi := &file_setats_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4194,7 +4486,7 @@ func (x *GroupInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupInfo.ProtoReflect.Descriptor instead.
 func (*GroupInfo) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{48}
+	return file_setats_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *GroupInfo) GetChannel() string {
@@ -4248,7 +4540,7 @@ type ListGroupsResponse struct {
 
 func (x *ListGroupsResponse) Reset() {
 	*x = ListGroupsResponse{}
-	mi := &file_setats_proto_msgTypes[49]
+	mi := &file_setats_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4260,7 +4552,7 @@ func (x *ListGroupsResponse) String() string {
 func (*ListGroupsResponse) ProtoMessage() {}
 
 func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[49]
+	mi := &file_setats_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4273,7 +4565,7 @@ func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGroupsResponse.ProtoReflect.Descriptor instead.
 func (*ListGroupsResponse) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{49}
+	return file_setats_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ListGroupsResponse) GetGroups() []*GroupInfo {
@@ -4300,7 +4592,7 @@ type SeekRequest struct {
 
 func (x *SeekRequest) Reset() {
 	*x = SeekRequest{}
-	mi := &file_setats_proto_msgTypes[50]
+	mi := &file_setats_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4312,7 +4604,7 @@ func (x *SeekRequest) String() string {
 func (*SeekRequest) ProtoMessage() {}
 
 func (x *SeekRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[50]
+	mi := &file_setats_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4325,7 +4617,7 @@ func (x *SeekRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeekRequest.ProtoReflect.Descriptor instead.
 func (*SeekRequest) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{50}
+	return file_setats_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *SeekRequest) GetChannel() string {
@@ -4411,7 +4703,7 @@ type SeekResponse struct {
 
 func (x *SeekResponse) Reset() {
 	*x = SeekResponse{}
-	mi := &file_setats_proto_msgTypes[51]
+	mi := &file_setats_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4423,7 +4715,7 @@ func (x *SeekResponse) String() string {
 func (*SeekResponse) ProtoMessage() {}
 
 func (x *SeekResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[51]
+	mi := &file_setats_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4436,7 +4728,7 @@ func (x *SeekResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeekResponse.ProtoReflect.Descriptor instead.
 func (*SeekResponse) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{51}
+	return file_setats_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *SeekResponse) GetId() int64 {
@@ -4474,7 +4766,7 @@ type CommitRequest struct {
 
 func (x *CommitRequest) Reset() {
 	*x = CommitRequest{}
-	mi := &file_setats_proto_msgTypes[52]
+	mi := &file_setats_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4486,7 +4778,7 @@ func (x *CommitRequest) String() string {
 func (*CommitRequest) ProtoMessage() {}
 
 func (x *CommitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[52]
+	mi := &file_setats_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4499,7 +4791,7 @@ func (x *CommitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitRequest.ProtoReflect.Descriptor instead.
 func (*CommitRequest) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{52}
+	return file_setats_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *CommitRequest) GetChannel() string {
@@ -4560,7 +4852,7 @@ type AbortStagedRequest struct {
 
 func (x *AbortStagedRequest) Reset() {
 	*x = AbortStagedRequest{}
-	mi := &file_setats_proto_msgTypes[53]
+	mi := &file_setats_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4572,7 +4864,7 @@ func (x *AbortStagedRequest) String() string {
 func (*AbortStagedRequest) ProtoMessage() {}
 
 func (x *AbortStagedRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[53]
+	mi := &file_setats_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4585,7 +4877,7 @@ func (x *AbortStagedRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AbortStagedRequest.ProtoReflect.Descriptor instead.
 func (*AbortStagedRequest) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{53}
+	return file_setats_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *AbortStagedRequest) GetCatalog() *CatalogContext {
@@ -4650,7 +4942,7 @@ type AbortStagedResponse struct {
 
 func (x *AbortStagedResponse) Reset() {
 	*x = AbortStagedResponse{}
-	mi := &file_setats_proto_msgTypes[54]
+	mi := &file_setats_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4662,7 +4954,7 @@ func (x *AbortStagedResponse) String() string {
 func (*AbortStagedResponse) ProtoMessage() {}
 
 func (x *AbortStagedResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[54]
+	mi := &file_setats_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4675,7 +4967,7 @@ func (x *AbortStagedResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AbortStagedResponse.ProtoReflect.Descriptor instead.
 func (*AbortStagedResponse) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{54}
+	return file_setats_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *AbortStagedResponse) GetEpoch() int64 {
@@ -4719,7 +5011,7 @@ type CommitStagedRequest struct {
 
 func (x *CommitStagedRequest) Reset() {
 	*x = CommitStagedRequest{}
-	mi := &file_setats_proto_msgTypes[55]
+	mi := &file_setats_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4731,7 +5023,7 @@ func (x *CommitStagedRequest) String() string {
 func (*CommitStagedRequest) ProtoMessage() {}
 
 func (x *CommitStagedRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[55]
+	mi := &file_setats_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4744,7 +5036,7 @@ func (x *CommitStagedRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitStagedRequest.ProtoReflect.Descriptor instead.
 func (*CommitStagedRequest) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{55}
+	return file_setats_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *CommitStagedRequest) GetCatalog() *CatalogContext {
@@ -4803,7 +5095,7 @@ type CommitStagedResponse struct {
 
 func (x *CommitStagedResponse) Reset() {
 	*x = CommitStagedResponse{}
-	mi := &file_setats_proto_msgTypes[56]
+	mi := &file_setats_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4815,7 +5107,7 @@ func (x *CommitStagedResponse) String() string {
 func (*CommitStagedResponse) ProtoMessage() {}
 
 func (x *CommitStagedResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_setats_proto_msgTypes[56]
+	mi := &file_setats_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4828,7 +5120,7 @@ func (x *CommitStagedResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitStagedResponse.ProtoReflect.Descriptor instead.
 func (*CommitStagedResponse) Descriptor() ([]byte, []int) {
-	return file_setats_proto_rawDescGZIP(), []int{56}
+	return file_setats_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *CommitStagedResponse) GetAlreadyCommitted() bool {
@@ -5000,7 +5292,31 @@ const file_setats_proto_rawDesc = "" +
 	"\acatalog\x18\x01 \x01(\v2\x19.setats.v1.CatalogContextR\acatalog\x12\x1a\n" +
 	"\bdatabase\x18\x02 \x01(\tR\bdatabase\x12\x14\n" +
 	"\x05table\x18\x03 \x01(\tR\x05table\x12/\n" +
-	"\x14ignore_if_not_exists\x18\x04 \x01(\bR\x11ignoreIfNotExists\"d\n" +
+	"\x14ignore_if_not_exists\x18\x04 \x01(\bR\x11ignoreIfNotExists\"\xe9\x02\n" +
+	"\x14DropPartitionRequest\x123\n" +
+	"\acatalog\x18\x01 \x01(\v2\x19.setats.v1.CatalogContextR\acatalog\x12\x1a\n" +
+	"\bdatabase\x18\x02 \x01(\tR\bdatabase\x12\x14\n" +
+	"\x05table\x18\x03 \x01(\tR\x05table\x12Y\n" +
+	"\x0epartition_spec\x18\x04 \x03(\v22.setats.v1.DropPartitionRequest.PartitionSpecEntryR\rpartitionSpec\x12\x1c\n" +
+	"\tpartition\x18\x05 \x01(\tR\tpartition\x12/\n" +
+	"\x14ignore_if_not_exists\x18\x06 \x01(\bR\x11ignoreIfNotExists\x1a@\n" +
+	"\x12PartitionSpecEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xc1\x01\n" +
+	"\x15DropPartitionResponse\x12\x1c\n" +
+	"\tpartition\x18\x01 \x01(\tR\tpartition\x122\n" +
+	"\abuckets\x18\x02 \x03(\v2\x18.setats.v1.BucketOffsetsR\abuckets\x12\x1d\n" +
+	"\n" +
+	"state_rows\x18\x03 \x01(\x03R\tstateRows\x12\x1d\n" +
+	"\n" +
+	"dropped_ms\x18\x04 \x01(\x03R\tdroppedMs\x12\x18\n" +
+	"\adropped\x18\x05 \x01(\bR\adropped\"\x9a\x01\n" +
+	"\fChangelogEnd\x125\n" +
+	"\x06reason\x18\x01 \x01(\x0e2\x1d.setats.v1.ChangelogEndReasonR\x06reason\x12\x1c\n" +
+	"\tpartition\x18\x02 \x01(\tR\tpartition\x12\x16\n" +
+	"\x06bucket\x18\x03 \x01(\x05R\x06bucket\x12\x1d\n" +
+	"\n" +
+	"end_offset\x18\x04 \x01(\x03R\tendOffset\"d\n" +
 	"\x11ListTablesRequest\x123\n" +
 	"\acatalog\x18\x01 \x01(\v2\x19.setats.v1.CatalogContextR\acatalog\x12\x1a\n" +
 	"\bdatabase\x18\x02 \x01(\tR\bdatabase\",\n" +
@@ -5258,7 +5574,10 @@ const file_setats_proto_rawDesc = "" +
 	"\x1aSTART_POSITION_UNSPECIFIED\x10\x00\x12\f\n" +
 	"\bEARLIEST\x10\x01\x12\n" +
 	"\n" +
-	"\x06LATEST\x10\x02*\x84\x01\n" +
+	"\x06LATEST\x10\x02*U\n" +
+	"\x12ChangelogEndReason\x12$\n" +
+	" CHANGELOG_END_REASON_UNSPECIFIED\x10\x00\x12\x19\n" +
+	"\x15END_PARTITION_DROPPED\x10\x01*\x9b\x01\n" +
 	"\x10NotificationKind\x12!\n" +
 	"\x1dNOTIFICATION_KIND_UNSPECIFIED\x10\x00\x12\t\n" +
 	"\x05READY\x10\x01\x12\f\n" +
@@ -5266,7 +5585,8 @@ const file_setats_proto_rawDesc = "" +
 	"\n" +
 	"NEW_BUCKET\x10\x03\x12\x11\n" +
 	"\rTABLE_CREATED\x10\x04\x12\x11\n" +
-	"\rTABLE_DROPPED\x10\x05*[\n" +
+	"\rTABLE_DROPPED\x10\x05\x12\x15\n" +
+	"\x11PARTITION_DROPPED\x10\x06*[\n" +
 	"\n" +
 	"SlotStatus\x12\x1b\n" +
 	"\x17SLOT_STATUS_UNSPECIFIED\x10\x00\x12\x0f\n" +
@@ -5287,125 +5607,134 @@ func file_setats_proto_rawDescGZIP() []byte {
 	return file_setats_proto_rawDescData
 }
 
-var file_setats_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_setats_proto_msgTypes = make([]protoimpl.MessageInfo, 58)
+var file_setats_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
+var file_setats_proto_msgTypes = make([]protoimpl.MessageInfo, 62)
 var file_setats_proto_goTypes = []any{
 	(StartPosition)(0),               // 0: setats.v1.StartPosition
-	(NotificationKind)(0),            // 1: setats.v1.NotificationKind
-	(SlotStatus)(0),                  // 2: setats.v1.SlotStatus
-	(*CatalogContext)(nil),           // 3: setats.v1.CatalogContext
-	(*Column)(nil),                   // 4: setats.v1.Column
-	(*TableSpec)(nil),                // 5: setats.v1.TableSpec
-	(*TableInfo)(nil),                // 6: setats.v1.TableInfo
-	(*WriteCommand)(nil),             // 7: setats.v1.WriteCommand
-	(*StagingTarget)(nil),            // 8: setats.v1.StagingTarget
-	(*BucketOffsets)(nil),            // 9: setats.v1.BucketOffsets
-	(*WriteAck)(nil),                 // 10: setats.v1.WriteAck
-	(*ReadCommand)(nil),              // 11: setats.v1.ReadCommand
-	(*ChangelogTicket)(nil),          // 12: setats.v1.ChangelogTicket
-	(*SnapshotRead)(nil),             // 13: setats.v1.SnapshotRead
-	(*LookupCommand)(nil),            // 14: setats.v1.LookupCommand
-	(*Empty)(nil),                    // 15: setats.v1.Empty
-	(*GatewayInfo)(nil),              // 16: setats.v1.GatewayInfo
-	(*DatabaseRequest)(nil),          // 17: setats.v1.DatabaseRequest
-	(*ListDatabasesRequest)(nil),     // 18: setats.v1.ListDatabasesRequest
-	(*ListDatabasesResponse)(nil),    // 19: setats.v1.ListDatabasesResponse
-	(*CreateTableRequest)(nil),       // 20: setats.v1.CreateTableRequest
-	(*TableRequest)(nil),             // 21: setats.v1.TableRequest
-	(*ListTablesRequest)(nil),        // 22: setats.v1.ListTablesRequest
-	(*ListTablesResponse)(nil),       // 23: setats.v1.ListTablesResponse
-	(*ListBucketsResponse)(nil),      // 24: setats.v1.ListBucketsResponse
-	(*LookupOffsetsRequest)(nil),     // 25: setats.v1.LookupOffsetsRequest
-	(*ResolvedOffset)(nil),           // 26: setats.v1.ResolvedOffset
-	(*LookupOffsetsResponse)(nil),    // 27: setats.v1.LookupOffsetsResponse
-	(*WatchRequest)(nil),             // 28: setats.v1.WatchRequest
-	(*Notification)(nil),             // 29: setats.v1.Notification
-	(*SlotRequest)(nil),              // 30: setats.v1.SlotRequest
-	(*AcquireSlotRequest)(nil),       // 31: setats.v1.AcquireSlotRequest
-	(*SyncPointPosition)(nil),        // 32: setats.v1.SyncPointPosition
-	(*RegisterSyncPointRequest)(nil), // 33: setats.v1.RegisterSyncPointRequest
-	(*SlotBucket)(nil),               // 34: setats.v1.SlotBucket
-	(*SlotInfo)(nil),                 // 35: setats.v1.SlotInfo
-	(*ListSlotsResponse)(nil),        // 36: setats.v1.ListSlotsResponse
-	(*BucketSyncPoint)(nil),          // 37: setats.v1.BucketSyncPoint
-	(*SyncPointResponse)(nil),        // 38: setats.v1.SyncPointResponse
-	(*BucketConsumed)(nil),           // 39: setats.v1.BucketConsumed
-	(*ConsumedResponse)(nil),         // 40: setats.v1.ConsumedResponse
-	(*ProgressRow)(nil),              // 41: setats.v1.ProgressRow
-	(*ProgressResponse)(nil),         // 42: setats.v1.ProgressResponse
-	(*ConsumerCredentials)(nil),      // 43: setats.v1.ConsumerCredentials
-	(*ChannelTicket)(nil),            // 44: setats.v1.ChannelTicket
-	(*CreateChannelRequest)(nil),     // 45: setats.v1.CreateChannelRequest
-	(*ChannelRequest)(nil),           // 46: setats.v1.ChannelRequest
-	(*ChannelInfo)(nil),              // 47: setats.v1.ChannelInfo
-	(*ListChannelsRequest)(nil),      // 48: setats.v1.ListChannelsRequest
-	(*ListChannelsResponse)(nil),     // 49: setats.v1.ListChannelsResponse
-	(*CreateGroupRequest)(nil),       // 50: setats.v1.CreateGroupRequest
-	(*GroupInfo)(nil),                // 51: setats.v1.GroupInfo
-	(*ListGroupsResponse)(nil),       // 52: setats.v1.ListGroupsResponse
-	(*SeekRequest)(nil),              // 53: setats.v1.SeekRequest
-	(*SeekResponse)(nil),             // 54: setats.v1.SeekResponse
-	(*CommitRequest)(nil),            // 55: setats.v1.CommitRequest
-	(*AbortStagedRequest)(nil),       // 56: setats.v1.AbortStagedRequest
-	(*AbortStagedResponse)(nil),      // 57: setats.v1.AbortStagedResponse
-	(*CommitStagedRequest)(nil),      // 58: setats.v1.CommitStagedRequest
-	(*CommitStagedResponse)(nil),     // 59: setats.v1.CommitStagedResponse
-	nil,                              // 60: setats.v1.TableSpec.OptionsEntry
+	(ChangelogEndReason)(0),          // 1: setats.v1.ChangelogEndReason
+	(NotificationKind)(0),            // 2: setats.v1.NotificationKind
+	(SlotStatus)(0),                  // 3: setats.v1.SlotStatus
+	(*CatalogContext)(nil),           // 4: setats.v1.CatalogContext
+	(*Column)(nil),                   // 5: setats.v1.Column
+	(*TableSpec)(nil),                // 6: setats.v1.TableSpec
+	(*TableInfo)(nil),                // 7: setats.v1.TableInfo
+	(*WriteCommand)(nil),             // 8: setats.v1.WriteCommand
+	(*StagingTarget)(nil),            // 9: setats.v1.StagingTarget
+	(*BucketOffsets)(nil),            // 10: setats.v1.BucketOffsets
+	(*WriteAck)(nil),                 // 11: setats.v1.WriteAck
+	(*ReadCommand)(nil),              // 12: setats.v1.ReadCommand
+	(*ChangelogTicket)(nil),          // 13: setats.v1.ChangelogTicket
+	(*SnapshotRead)(nil),             // 14: setats.v1.SnapshotRead
+	(*LookupCommand)(nil),            // 15: setats.v1.LookupCommand
+	(*Empty)(nil),                    // 16: setats.v1.Empty
+	(*GatewayInfo)(nil),              // 17: setats.v1.GatewayInfo
+	(*DatabaseRequest)(nil),          // 18: setats.v1.DatabaseRequest
+	(*ListDatabasesRequest)(nil),     // 19: setats.v1.ListDatabasesRequest
+	(*ListDatabasesResponse)(nil),    // 20: setats.v1.ListDatabasesResponse
+	(*CreateTableRequest)(nil),       // 21: setats.v1.CreateTableRequest
+	(*TableRequest)(nil),             // 22: setats.v1.TableRequest
+	(*DropPartitionRequest)(nil),     // 23: setats.v1.DropPartitionRequest
+	(*DropPartitionResponse)(nil),    // 24: setats.v1.DropPartitionResponse
+	(*ChangelogEnd)(nil),             // 25: setats.v1.ChangelogEnd
+	(*ListTablesRequest)(nil),        // 26: setats.v1.ListTablesRequest
+	(*ListTablesResponse)(nil),       // 27: setats.v1.ListTablesResponse
+	(*ListBucketsResponse)(nil),      // 28: setats.v1.ListBucketsResponse
+	(*LookupOffsetsRequest)(nil),     // 29: setats.v1.LookupOffsetsRequest
+	(*ResolvedOffset)(nil),           // 30: setats.v1.ResolvedOffset
+	(*LookupOffsetsResponse)(nil),    // 31: setats.v1.LookupOffsetsResponse
+	(*WatchRequest)(nil),             // 32: setats.v1.WatchRequest
+	(*Notification)(nil),             // 33: setats.v1.Notification
+	(*SlotRequest)(nil),              // 34: setats.v1.SlotRequest
+	(*AcquireSlotRequest)(nil),       // 35: setats.v1.AcquireSlotRequest
+	(*SyncPointPosition)(nil),        // 36: setats.v1.SyncPointPosition
+	(*RegisterSyncPointRequest)(nil), // 37: setats.v1.RegisterSyncPointRequest
+	(*SlotBucket)(nil),               // 38: setats.v1.SlotBucket
+	(*SlotInfo)(nil),                 // 39: setats.v1.SlotInfo
+	(*ListSlotsResponse)(nil),        // 40: setats.v1.ListSlotsResponse
+	(*BucketSyncPoint)(nil),          // 41: setats.v1.BucketSyncPoint
+	(*SyncPointResponse)(nil),        // 42: setats.v1.SyncPointResponse
+	(*BucketConsumed)(nil),           // 43: setats.v1.BucketConsumed
+	(*ConsumedResponse)(nil),         // 44: setats.v1.ConsumedResponse
+	(*ProgressRow)(nil),              // 45: setats.v1.ProgressRow
+	(*ProgressResponse)(nil),         // 46: setats.v1.ProgressResponse
+	(*ConsumerCredentials)(nil),      // 47: setats.v1.ConsumerCredentials
+	(*ChannelTicket)(nil),            // 48: setats.v1.ChannelTicket
+	(*CreateChannelRequest)(nil),     // 49: setats.v1.CreateChannelRequest
+	(*ChannelRequest)(nil),           // 50: setats.v1.ChannelRequest
+	(*ChannelInfo)(nil),              // 51: setats.v1.ChannelInfo
+	(*ListChannelsRequest)(nil),      // 52: setats.v1.ListChannelsRequest
+	(*ListChannelsResponse)(nil),     // 53: setats.v1.ListChannelsResponse
+	(*CreateGroupRequest)(nil),       // 54: setats.v1.CreateGroupRequest
+	(*GroupInfo)(nil),                // 55: setats.v1.GroupInfo
+	(*ListGroupsResponse)(nil),       // 56: setats.v1.ListGroupsResponse
+	(*SeekRequest)(nil),              // 57: setats.v1.SeekRequest
+	(*SeekResponse)(nil),             // 58: setats.v1.SeekResponse
+	(*CommitRequest)(nil),            // 59: setats.v1.CommitRequest
+	(*AbortStagedRequest)(nil),       // 60: setats.v1.AbortStagedRequest
+	(*AbortStagedResponse)(nil),      // 61: setats.v1.AbortStagedResponse
+	(*CommitStagedRequest)(nil),      // 62: setats.v1.CommitStagedRequest
+	(*CommitStagedResponse)(nil),     // 63: setats.v1.CommitStagedResponse
+	nil,                              // 64: setats.v1.TableSpec.OptionsEntry
+	nil,                              // 65: setats.v1.DropPartitionRequest.PartitionSpecEntry
 }
 var file_setats_proto_depIdxs = []int32{
-	4,  // 0: setats.v1.TableSpec.columns:type_name -> setats.v1.Column
-	60, // 1: setats.v1.TableSpec.options:type_name -> setats.v1.TableSpec.OptionsEntry
-	5,  // 2: setats.v1.TableInfo.spec:type_name -> setats.v1.TableSpec
-	3,  // 3: setats.v1.WriteCommand.catalog:type_name -> setats.v1.CatalogContext
-	5,  // 4: setats.v1.WriteCommand.create_if_absent:type_name -> setats.v1.TableSpec
-	8,  // 5: setats.v1.WriteCommand.staging:type_name -> setats.v1.StagingTarget
-	9,  // 6: setats.v1.WriteAck.buckets:type_name -> setats.v1.BucketOffsets
-	3,  // 7: setats.v1.ReadCommand.catalog:type_name -> setats.v1.CatalogContext
+	5,  // 0: setats.v1.TableSpec.columns:type_name -> setats.v1.Column
+	64, // 1: setats.v1.TableSpec.options:type_name -> setats.v1.TableSpec.OptionsEntry
+	6,  // 2: setats.v1.TableInfo.spec:type_name -> setats.v1.TableSpec
+	4,  // 3: setats.v1.WriteCommand.catalog:type_name -> setats.v1.CatalogContext
+	6,  // 4: setats.v1.WriteCommand.create_if_absent:type_name -> setats.v1.TableSpec
+	9,  // 5: setats.v1.WriteCommand.staging:type_name -> setats.v1.StagingTarget
+	10, // 6: setats.v1.WriteAck.buckets:type_name -> setats.v1.BucketOffsets
+	4,  // 7: setats.v1.ReadCommand.catalog:type_name -> setats.v1.CatalogContext
 	0,  // 8: setats.v1.ReadCommand.position:type_name -> setats.v1.StartPosition
-	13, // 9: setats.v1.ReadCommand.snapshot:type_name -> setats.v1.SnapshotRead
-	3,  // 10: setats.v1.ChangelogTicket.catalog:type_name -> setats.v1.CatalogContext
+	14, // 9: setats.v1.ReadCommand.snapshot:type_name -> setats.v1.SnapshotRead
+	4,  // 10: setats.v1.ChangelogTicket.catalog:type_name -> setats.v1.CatalogContext
 	0,  // 11: setats.v1.ChangelogTicket.position:type_name -> setats.v1.StartPosition
-	13, // 12: setats.v1.ChangelogTicket.snapshot:type_name -> setats.v1.SnapshotRead
-	44, // 13: setats.v1.ChangelogTicket.channel:type_name -> setats.v1.ChannelTicket
-	3,  // 14: setats.v1.LookupCommand.catalog:type_name -> setats.v1.CatalogContext
-	3,  // 15: setats.v1.DatabaseRequest.catalog:type_name -> setats.v1.CatalogContext
-	3,  // 16: setats.v1.ListDatabasesRequest.catalog:type_name -> setats.v1.CatalogContext
-	3,  // 17: setats.v1.CreateTableRequest.catalog:type_name -> setats.v1.CatalogContext
-	5,  // 18: setats.v1.CreateTableRequest.spec:type_name -> setats.v1.TableSpec
-	3,  // 19: setats.v1.TableRequest.catalog:type_name -> setats.v1.CatalogContext
-	3,  // 20: setats.v1.ListTablesRequest.catalog:type_name -> setats.v1.CatalogContext
-	9,  // 21: setats.v1.ListBucketsResponse.buckets:type_name -> setats.v1.BucketOffsets
-	3,  // 22: setats.v1.LookupOffsetsRequest.catalog:type_name -> setats.v1.CatalogContext
-	0,  // 23: setats.v1.LookupOffsetsRequest.position:type_name -> setats.v1.StartPosition
-	26, // 24: setats.v1.LookupOffsetsResponse.offsets:type_name -> setats.v1.ResolvedOffset
-	3,  // 25: setats.v1.WatchRequest.catalog:type_name -> setats.v1.CatalogContext
-	1,  // 26: setats.v1.Notification.kind:type_name -> setats.v1.NotificationKind
-	3,  // 27: setats.v1.SlotRequest.catalog:type_name -> setats.v1.CatalogContext
-	3,  // 28: setats.v1.AcquireSlotRequest.catalog:type_name -> setats.v1.CatalogContext
-	3,  // 29: setats.v1.RegisterSyncPointRequest.catalog:type_name -> setats.v1.CatalogContext
-	32, // 30: setats.v1.RegisterSyncPointRequest.points:type_name -> setats.v1.SyncPointPosition
-	2,  // 31: setats.v1.SlotInfo.status:type_name -> setats.v1.SlotStatus
-	34, // 32: setats.v1.SlotInfo.buckets:type_name -> setats.v1.SlotBucket
-	35, // 33: setats.v1.ListSlotsResponse.slots:type_name -> setats.v1.SlotInfo
-	37, // 34: setats.v1.SyncPointResponse.buckets:type_name -> setats.v1.BucketSyncPoint
-	39, // 35: setats.v1.ConsumedResponse.buckets:type_name -> setats.v1.BucketConsumed
-	2,  // 36: setats.v1.ProgressRow.status:type_name -> setats.v1.SlotStatus
-	41, // 37: setats.v1.ProgressResponse.rows:type_name -> setats.v1.ProgressRow
-	43, // 38: setats.v1.ChannelTicket.credentials:type_name -> setats.v1.ConsumerCredentials
-	0,  // 39: setats.v1.ChannelTicket.position:type_name -> setats.v1.StartPosition
-	47, // 40: setats.v1.ListChannelsResponse.channels:type_name -> setats.v1.ChannelInfo
-	51, // 41: setats.v1.ListGroupsResponse.groups:type_name -> setats.v1.GroupInfo
-	43, // 42: setats.v1.SeekRequest.credentials:type_name -> setats.v1.ConsumerCredentials
-	0,  // 43: setats.v1.SeekRequest.position:type_name -> setats.v1.StartPosition
-	43, // 44: setats.v1.CommitRequest.credentials:type_name -> setats.v1.ConsumerCredentials
-	3,  // 45: setats.v1.AbortStagedRequest.catalog:type_name -> setats.v1.CatalogContext
-	3,  // 46: setats.v1.CommitStagedRequest.catalog:type_name -> setats.v1.CatalogContext
-	9,  // 47: setats.v1.CommitStagedResponse.buckets:type_name -> setats.v1.BucketOffsets
-	48, // [48:48] is the sub-list for method output_type
-	48, // [48:48] is the sub-list for method input_type
-	48, // [48:48] is the sub-list for extension type_name
-	48, // [48:48] is the sub-list for extension extendee
-	0,  // [0:48] is the sub-list for field type_name
+	14, // 12: setats.v1.ChangelogTicket.snapshot:type_name -> setats.v1.SnapshotRead
+	48, // 13: setats.v1.ChangelogTicket.channel:type_name -> setats.v1.ChannelTicket
+	4,  // 14: setats.v1.LookupCommand.catalog:type_name -> setats.v1.CatalogContext
+	4,  // 15: setats.v1.DatabaseRequest.catalog:type_name -> setats.v1.CatalogContext
+	4,  // 16: setats.v1.ListDatabasesRequest.catalog:type_name -> setats.v1.CatalogContext
+	4,  // 17: setats.v1.CreateTableRequest.catalog:type_name -> setats.v1.CatalogContext
+	6,  // 18: setats.v1.CreateTableRequest.spec:type_name -> setats.v1.TableSpec
+	4,  // 19: setats.v1.TableRequest.catalog:type_name -> setats.v1.CatalogContext
+	4,  // 20: setats.v1.DropPartitionRequest.catalog:type_name -> setats.v1.CatalogContext
+	65, // 21: setats.v1.DropPartitionRequest.partition_spec:type_name -> setats.v1.DropPartitionRequest.PartitionSpecEntry
+	10, // 22: setats.v1.DropPartitionResponse.buckets:type_name -> setats.v1.BucketOffsets
+	1,  // 23: setats.v1.ChangelogEnd.reason:type_name -> setats.v1.ChangelogEndReason
+	4,  // 24: setats.v1.ListTablesRequest.catalog:type_name -> setats.v1.CatalogContext
+	10, // 25: setats.v1.ListBucketsResponse.buckets:type_name -> setats.v1.BucketOffsets
+	4,  // 26: setats.v1.LookupOffsetsRequest.catalog:type_name -> setats.v1.CatalogContext
+	0,  // 27: setats.v1.LookupOffsetsRequest.position:type_name -> setats.v1.StartPosition
+	30, // 28: setats.v1.LookupOffsetsResponse.offsets:type_name -> setats.v1.ResolvedOffset
+	4,  // 29: setats.v1.WatchRequest.catalog:type_name -> setats.v1.CatalogContext
+	2,  // 30: setats.v1.Notification.kind:type_name -> setats.v1.NotificationKind
+	4,  // 31: setats.v1.SlotRequest.catalog:type_name -> setats.v1.CatalogContext
+	4,  // 32: setats.v1.AcquireSlotRequest.catalog:type_name -> setats.v1.CatalogContext
+	4,  // 33: setats.v1.RegisterSyncPointRequest.catalog:type_name -> setats.v1.CatalogContext
+	36, // 34: setats.v1.RegisterSyncPointRequest.points:type_name -> setats.v1.SyncPointPosition
+	3,  // 35: setats.v1.SlotInfo.status:type_name -> setats.v1.SlotStatus
+	38, // 36: setats.v1.SlotInfo.buckets:type_name -> setats.v1.SlotBucket
+	39, // 37: setats.v1.ListSlotsResponse.slots:type_name -> setats.v1.SlotInfo
+	41, // 38: setats.v1.SyncPointResponse.buckets:type_name -> setats.v1.BucketSyncPoint
+	43, // 39: setats.v1.ConsumedResponse.buckets:type_name -> setats.v1.BucketConsumed
+	3,  // 40: setats.v1.ProgressRow.status:type_name -> setats.v1.SlotStatus
+	45, // 41: setats.v1.ProgressResponse.rows:type_name -> setats.v1.ProgressRow
+	47, // 42: setats.v1.ChannelTicket.credentials:type_name -> setats.v1.ConsumerCredentials
+	0,  // 43: setats.v1.ChannelTicket.position:type_name -> setats.v1.StartPosition
+	51, // 44: setats.v1.ListChannelsResponse.channels:type_name -> setats.v1.ChannelInfo
+	55, // 45: setats.v1.ListGroupsResponse.groups:type_name -> setats.v1.GroupInfo
+	47, // 46: setats.v1.SeekRequest.credentials:type_name -> setats.v1.ConsumerCredentials
+	0,  // 47: setats.v1.SeekRequest.position:type_name -> setats.v1.StartPosition
+	47, // 48: setats.v1.CommitRequest.credentials:type_name -> setats.v1.ConsumerCredentials
+	4,  // 49: setats.v1.AbortStagedRequest.catalog:type_name -> setats.v1.CatalogContext
+	4,  // 50: setats.v1.CommitStagedRequest.catalog:type_name -> setats.v1.CatalogContext
+	10, // 51: setats.v1.CommitStagedResponse.buckets:type_name -> setats.v1.BucketOffsets
+	52, // [52:52] is the sub-list for method output_type
+	52, // [52:52] is the sub-list for method input_type
+	52, // [52:52] is the sub-list for extension type_name
+	52, // [52:52] is the sub-list for extension extendee
+	0,  // [0:52] is the sub-list for field type_name
 }
 
 func init() { file_setats_proto_init() }
@@ -5422,16 +5751,16 @@ func file_setats_proto_init() {
 		(*ChangelogTicket_TimestampMs)(nil),
 		(*ChangelogTicket_Position)(nil),
 	}
-	file_setats_proto_msgTypes[22].OneofWrappers = []any{
+	file_setats_proto_msgTypes[25].OneofWrappers = []any{
 		(*LookupOffsetsRequest_Position)(nil),
 		(*LookupOffsetsRequest_TimestampMs)(nil),
 	}
-	file_setats_proto_msgTypes[41].OneofWrappers = []any{
+	file_setats_proto_msgTypes[44].OneofWrappers = []any{
 		(*ChannelTicket_FromId)(nil),
 		(*ChannelTicket_TimestampMs)(nil),
 		(*ChannelTicket_Position)(nil),
 	}
-	file_setats_proto_msgTypes[50].OneofWrappers = []any{
+	file_setats_proto_msgTypes[53].OneofWrappers = []any{
 		(*SeekRequest_TimestampMs)(nil),
 		(*SeekRequest_Position)(nil),
 		(*SeekRequest_Committed)(nil),
@@ -5441,8 +5770,8 @@ func file_setats_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_setats_proto_rawDesc), len(file_setats_proto_rawDesc)),
-			NumEnums:      3,
-			NumMessages:   58,
+			NumEnums:      4,
+			NumMessages:   62,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
