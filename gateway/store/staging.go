@@ -27,6 +27,15 @@ import (
 // failed attempt. Staged rows nobody writes to for the transaction timeout expire
 // (ExpireStaging).
 //
+// Stage holds only the staging's mu; CommitStaged holds its commitMu throughout but mu only to
+// read and to update the in-memory state, so the staging of checkpoint N+1 proceeds while the
+// rows of checkpoint N are merged. Stage refuses the checkpoints a running commit covers. The
+// committed checkpoint has its own key, written only by commits and abort-staged: a Stage that
+// rewrites the header (last write) while a commit is applied cannot roll it back. The staged
+// batches of a checkpoint are also kept in memory (maxStagedMemBytes per table), so its commit
+// merges them without reading them back from Pebble; after a restart, or past that bound, the
+// commit reads them back.
+//
 // A staging transaction is named by (commit user, subtask): the commit user names the job and
 // sink, the subtask is the sink subtask that stages. Keys, U = rowcodec.AppendEscaped(commit user),
 // S = subtask (4 bytes big-endian):
@@ -37,9 +46,16 @@ import (
 //	                         bytes big-endian): uvarint column count c, c bytes declared flags
 //	                         (0/1), uvarint row count, then per row 1 byte RowKind, uvarint
 //	                         length, row.EncodeValue of the row
+//	"x" U "k" S              uvarint committed checkpoint, written by CommitStaged and
+//	                         AbortStaged only; when present it overrides the header's
 //	"x" U "c" P B            uvarint checkpoint last committed by the commit user into bucket P B
 //
 // Every staged batch of one (commit user, subtask) must declare the same columns.
+
+// maxStagedMemBytes bounds the encoded bytes of the staged batches a table keeps in memory for
+// their commit (beyond it a checkpoint's batches are read back from Pebble): 64 MiB. The same
+// bytes count against the gateway's write budget as staged bytes.
+var maxStagedMemBytes int64 = 64 << 20 // a variable for tests
 
 // DefaultTransactionTimeoutMs is the transaction timeout when none is given: 1 h.
 const DefaultTransactionTimeoutMs = 60 * 60 * 1000
@@ -84,11 +100,18 @@ func decodeStageHeader(b []byte) (stageHeader, error) {
 // ckptStat counts the staged rows of one checkpoint.
 type ckptStat struct {
 	ckpt, bytes, rows int64
+	// memOK: every staged batch of the checkpoint is in mem (memBytes encoded bytes, in staging
+	// order); false after a restart or past maxStagedMemBytes: the commit reads them back.
+	memOK    bool
+	mem      []*row.Batch
+	memBytes int64
 }
 
 // stageState is the in-memory state of one (commit user, subtask).
 type stageState struct {
-	mu       sync.Mutex // serialises Stage, CommitStaged, AbortStaged and expiry of it
+	// commitMu serialises CommitStaged, AbortStaged and expiry of the staging; taken before mu.
+	commitMu sync.Mutex
+	mu       sync.Mutex // guards the fields below; Stage holds it throughout
 	key      stageKey
 	userPfx  []byte // "x" U
 	exists   bool   // the header is on disk
@@ -96,6 +119,44 @@ type stageState struct {
 	nextN    int64
 	declared []bool     // declared columns of the staged rows (nil when none)
 	ckpts    []ckptStat // sorted by checkpoint
+	// committing is the checkpoint a running CommitStaged merges (0: none): Stage refuses it
+	// and the ones before it.
+	committing int64
+}
+
+// committedKey returns "x" U "k" S.
+func (ss *stageState) committedKey() []byte {
+	return binary.BigEndian.AppendUint32(append(bytes.Clone(ss.userPfx), 'k'), uint32(ss.key.subtask))
+}
+
+// keepStaged keeps b (n encoded bytes) in memory for the commit of c, unless the table's bound
+// is reached (then none of c's batches are kept).
+func (t *Table) keepStaged(c *ckptStat, b *row.Batch, n int64) {
+	if !c.memOK {
+		return
+	}
+	if t.stagedMem.Add(n) > maxStagedMemBytes {
+		t.stagedMem.Add(-n)
+		t.dropStagedMem(c)
+		return
+	}
+	c.mem = append(c.mem, b)
+	c.memBytes += n
+}
+
+// dropStagedMem forgets the in-memory batches of cs (their commit, if any, reads them back).
+func (t *Table) dropStagedMem(cs ...*ckptStat) {
+	for _, c := range cs {
+		t.stagedMem.Add(-c.memBytes)
+		c.mem, c.memBytes, c.memOK = nil, 0, false
+	}
+}
+
+// forgetStagedMem drops the in-memory batches of checkpoints that leave the staging.
+func (t *Table) forgetStagedMem(cs []ckptStat) {
+	for i := range cs {
+		t.dropStagedMem(&cs[i])
+	}
 }
 
 func (ss *stageState) headerKey() []byte {
@@ -211,6 +272,8 @@ func (t *Table) AbortStaged(user string, subtask int32, restoredCheckpoint, time
 	}
 	defer t.end()
 	ss := t.stageFor(user, subtask)
+	ss.commitMu.Lock()
+	defer ss.commitMu.Unlock()
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	h := ss.h
@@ -226,11 +289,15 @@ func (t *Table) AbortStaged(user string, subtask int32, restoredCheckpoint, time
 	if err := batch.Set(ss.headerKey(), h.encode(), nil); err != nil {
 		return AbortResult{}, t.internal(err)
 	}
+	if err := batch.Set(ss.committedKey(), binary.AppendUvarint(nil, uint64(h.committed)), nil); err != nil {
+		return AbortResult{}, t.internal(err)
+	}
 	if err := batch.Commit(pebble.Sync); err != nil {
 		return AbortResult{}, t.internal(err)
 	}
 	keep, dropped := ss.split(restoredCheckpoint)
 	db, dr := sumStats(dropped)
+	t.forgetStagedMem(dropped)
 	ss.ckpts = slices.Clone(keep)
 	if len(ss.ckpts) == 0 {
 		ss.declared = nil
@@ -321,6 +388,9 @@ func (t *Table) stage(ctx context.Context, ss *stageState, target StageTarget, b
 	if target.Checkpoint <= ss.h.committed {
 		return nil, errorf(ErrFailedPrecondition, "%s: checkpoint %d is committed already (committed up to %d)", name(), target.Checkpoint, ss.h.committed)
 	}
+	if target.Checkpoint <= ss.committing {
+		return nil, errorf(ErrFailedPrecondition, "%s: checkpoint %d is being committed (a commit of checkpoint %d runs)", name(), target.Checkpoint, ss.committing)
+	}
 	if len(b.Rows) > 0 && ss.declared != nil && !slices.Equal(ss.declared, b.Declared) {
 		return nil, errorf(ErrInvalid, "%s: the batch declares other columns than the rows staged before it", name())
 	}
@@ -363,10 +433,11 @@ func (t *Table) stage(ctx context.Context, ss *stageState, target StageTarget, b
 		}
 		i := sort.Search(len(ss.ckpts), func(i int) bool { return ss.ckpts[i].ckpt >= target.Checkpoint })
 		if i == len(ss.ckpts) || ss.ckpts[i].ckpt != target.Checkpoint {
-			ss.ckpts = slices.Insert(ss.ckpts, i, ckptStat{ckpt: target.Checkpoint})
+			ss.ckpts = slices.Insert(ss.ckpts, i, ckptStat{ckpt: target.Checkpoint, memOK: true})
 		}
 		ss.ckpts[i].bytes += int64(len(value))
 		ss.ckpts[i].rows += int64(len(b.Rows))
+		t.keepStaged(&ss.ckpts[i], b, int64(len(value)))
 		t.stagingChanged(int64(len(value)), int64(len(b.Rows)))
 	}
 	return p, nil
@@ -470,53 +541,109 @@ func (t *Table) CommitStaged(ctx context.Context, user string, subtask int32, ch
 		t.end()
 		return CommitResult{}, errorf(ErrFailedPrecondition, "%s: checkpoint %d: nothing staged (no staging of this commit user and subtask: it expired, or abort-staged was never called)", name, checkpoint)
 	}
+	ss.commitMu.Lock()
+	defer ss.commitMu.Unlock()
+	b, fromMem, err := t.commitStart(ss, name, checkpoint)
+	if err != nil || b == nil {
+		t.end()
+		return CommitResult{AlreadyCommitted: err == nil}, err
+	}
+	p, err := t.commitApply(ctx, ss, b, fromMem, checkpoint)
+	if err != nil {
+		ss.mu.Lock()
+		ss.committing = 0
+		upTo, _ := ss.split(checkpoint)
+		t.forgetStagedMem(upTo) // a retry reads them back
+		ss.mu.Unlock()
+		t.end()
+		return CommitResult{}, err
+	}
+	if t.commitHook != nil {
+		t.commitHook("applied")
+	}
+	ss.mu.Lock()
+	ss.h.committed, ss.committing = checkpoint, 0
+	upTo, after := ss.split(checkpoint)
+	db, dr := sumStats(upTo)
+	t.forgetStagedMem(upTo)
+	ss.ckpts = slices.Clone(after)
+	if len(ss.ckpts) == 0 {
+		ss.declared = nil
+	}
+	ss.mu.Unlock()
+	t.stagingChanged(-db, -dr)
+	go p.sync()
+	return CommitResult{Pending: p}, nil
+}
+
+// commitStart checks a commit of checkpoint under ss.mu and marks it running (ss.committing):
+// it returns the in-memory staged batches of checkpoints <= checkpoint, concatenated (fromMem),
+// or an empty batch with their declared columns to read back; nil and no error when the
+// checkpoint is committed already.
+func (t *Table) commitStart(ss *stageState, name string, checkpoint int64) (b *row.Batch, fromMem bool, err error) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	if !ss.exists {
-		t.end()
-		return CommitResult{}, errorf(ErrFailedPrecondition, "%s: checkpoint %d: nothing staged (the staging expired)", name, checkpoint)
+		return nil, false, errorf(ErrFailedPrecondition, "%s: checkpoint %d: nothing staged (the staging expired)", name, checkpoint)
 	}
 	if checkpoint <= ss.h.committed {
-		t.end()
-		return CommitResult{AlreadyCommitted: true}, nil
+		return nil, false, nil
 	}
-	upTo, after := ss.split(checkpoint)
+	upTo, _ := ss.split(checkpoint)
 	if len(upTo) == 0 {
-		t.end()
-		return CommitResult{}, errorf(ErrFailedPrecondition,
+		return nil, false, errorf(ErrFailedPrecondition,
 			"%s: checkpoint %d: no staged rows and not committed (committed up to %d): they expired after the transaction timeout or a restore dropped them",
 			name, checkpoint, ss.h.committed)
 	}
-	b := &row.Batch{Declared: ss.declared}
+	ss.committing = checkpoint
+	b = &row.Batch{Declared: ss.declared}
+	_, rows := sumStats(upTo)
+	fromMem = true
+	for _, c := range upTo {
+		fromMem = fromMem && c.memOK
+	}
+	if fromMem {
+		b.Kinds, b.Rows = make([]merge.RowKind, 0, rows), make([]merge.Row, 0, rows)
+		for _, c := range upTo {
+			for _, m := range c.mem {
+				b.Kinds = append(b.Kinds, m.Kinds...)
+				b.Rows = append(b.Rows, m.Rows...)
+			}
+		}
+	}
+	return b, fromMem, nil
+}
+
+// commitApply reads the staged rows of checkpoints <= checkpoint back into b unless fromMem,
+// and merges them in one atomic batch that deletes them and records checkpoint as committed,
+// without ss.mu (Stage refuses those checkpoints meanwhile: ss.committing).
+func (t *Table) commitApply(ctx context.Context, ss *stageState, b *row.Batch, fromMem bool, checkpoint int64) (*Pending, error) {
 	lo, hi := ss.rowsKey(0, 0), ss.rowsKey(checkpoint+1, 0)
-	it, err := t.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
-	if err != nil {
-		t.end()
-		return CommitResult{}, t.internal(err)
-	}
-	for it.First(); it.Valid(); it.Next() {
-		v, err := it.ValueAndErr()
-		if err == nil {
-			err = decodeStagedRows(t, v, b)
-		}
+	if !fromMem {
+		it, err := t.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
 		if err != nil {
-			_ = it.Close()
-			t.end()
-			return CommitResult{}, t.internal(err)
+			return nil, t.internal(err)
+		}
+		for it.First(); it.Valid(); it.Next() {
+			v, err := it.ValueAndErr()
+			if err == nil {
+				err = decodeStagedRows(t, v, b)
+			}
+			if err != nil {
+				_ = it.Close()
+				return nil, t.internal(err)
+			}
+		}
+		if err := it.Close(); err != nil {
+			return nil, t.internal(err)
 		}
 	}
-	if err := it.Close(); err != nil {
-		t.end()
-		return CommitResult{}, t.internal(err)
-	}
-	h := ss.h
-	h.committed = checkpoint
 	mark := binary.AppendUvarint(nil, uint64(checkpoint))
 	extra := &writeExtra{fold: true, keys: func(batch *pebble.Batch, c *Commit) error {
 		if err := batch.DeleteRange(lo, hi, nil); err != nil {
 			return t.internal(err)
 		}
-		if err := batch.Set(ss.headerKey(), h.encode(), nil); err != nil {
+		if err := batch.Set(ss.committedKey(), mark, nil); err != nil {
 			return t.internal(err)
 		}
 		for _, bo := range c.Buckets {
@@ -526,20 +653,10 @@ func (t *Table) CommitStaged(ctx context.Context, user string, subtask int32, ch
 		}
 		return nil
 	}}
-	p, err := t.apply(ctx, b, extra)
-	if err != nil {
-		t.end()
-		return CommitResult{}, err
+	if t.commitHook != nil {
+		t.commitHook("apply")
 	}
-	db, dr := sumStats(upTo)
-	ss.h = h
-	ss.ckpts = slices.Clone(after)
-	if len(ss.ckpts) == 0 {
-		ss.declared = nil
-	}
-	t.stagingChanged(-db, -dr)
-	go p.sync()
-	return CommitResult{Pending: p}, nil
+	return t.apply(ctx, b, extra)
 }
 
 // ExpireResult counts what ExpireStaging removed.
@@ -565,9 +682,11 @@ func (t *Table) ExpireStaging(nowMs int64) (ExpireResult, error) {
 	}
 	t.mu.Unlock()
 	for _, ss := range all {
+		ss.commitMu.Lock()
 		ss.mu.Lock()
 		err := t.expireStage(ss, nowMs, &res)
 		ss.mu.Unlock()
+		ss.commitMu.Unlock()
 		if err != nil {
 			return res, err
 		}
@@ -588,6 +707,7 @@ func (t *Table) expireStage(ss *stageState, nowMs int64, res *ExpireResult) erro
 			return t.internal(err)
 		}
 		b, r := ss.totals()
+		t.forgetStagedMem(ss.ckpts)
 		ss.ckpts, ss.declared = nil, nil
 		res.Rows += r
 		res.Bytes += b
@@ -595,7 +715,16 @@ func (t *Table) expireStage(ss *stageState, nowMs int64, res *ExpireResult) erro
 		t.log.Warn("staged rows expired after the transaction timeout", "commit_user", ss.key.user, "subtask", ss.key.subtask,
 			"rows", r, "bytes", b, "timeout_ms", ss.h.timeoutMs)
 	case len(ss.ckpts) == 0 && idle >= max(ss.h.timeoutMs, stagingHeaderRetentionMs):
-		if err := t.db.Delete(ss.headerKey(), pebble.Sync); err != nil {
+		batch := t.db.NewBatch()
+		err := batch.Delete(ss.headerKey(), nil)
+		if err == nil {
+			err = batch.Delete(ss.committedKey(), nil)
+		}
+		if err == nil {
+			err = batch.Commit(pebble.Sync)
+		}
+		_ = batch.Close()
+		if err != nil {
 			return t.internal(err)
 		}
 		ss.exists = false
@@ -683,6 +812,7 @@ func (t *Table) loadStaging() error {
 	}
 	defer it.Close()
 	var totalBytes, totalRows int64
+	committed := map[stageKey]int64{}
 	for it.First(); it.Valid(); it.Next() {
 		k := it.Key()
 		user, rest, err := parseEscaped(k[1:])
@@ -704,6 +834,12 @@ func (t *Table) loadStaging() error {
 			t.staging[k2] = ss
 		}
 		switch typ {
+		case 'k':
+			c, n := binary.Uvarint(it.Value())
+			if n <= 0 || len(rest) != 4 {
+				return t.internal(errors.New("malformed committed checkpoint of a staging"))
+			}
+			committed[k2] = int64(c)
 		case 'h':
 			h, err := decodeStageHeader(it.Value())
 			if err != nil {
@@ -737,6 +873,9 @@ func (t *Table) loadStaging() error {
 	}
 	if err := it.Error(); err != nil {
 		return t.internal(err)
+	}
+	for k, c := range committed {
+		t.staging[k].h.committed = c // the header's copy may be older (see committedKey)
 	}
 	t.stagedBytes.Store(totalBytes)
 	t.stagedRows.Store(totalRows)

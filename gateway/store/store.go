@@ -144,6 +144,11 @@ type Table struct {
 	staging     map[stageKey]*stageState
 	stagedBytes atomic.Int64
 	stagedRows  atomic.Int64
+	// stagedMem is the encoded bytes of the staged batches also kept in memory (staging.go).
+	stagedMem atomic.Int64
+	// commitHook, when set (tests), runs inside CommitStaged at "apply" (before the merge) and
+	// "applied" (the commit's batch is in Pebble, the in-memory state not yet updated).
+	commitHook func(point string)
 
 	// ops is held shared by every operation and exclusively by Close.
 	ops sync.RWMutex
