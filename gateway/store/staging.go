@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/setats/setats/gateway/row"
@@ -32,7 +33,7 @@ import (
 // rows of checkpoint N are merged. Stage refuses the checkpoints a running commit covers. The
 // committed checkpoint has its own key, written only by commits and abort-staged: a Stage that
 // rewrites the header (last write) while a commit is applied cannot roll it back. The staged
-// batches of a checkpoint are also kept in memory (maxStagedMemBytes per table), so its commit
+// batches of a checkpoint are also kept in memory (maxStagedMemBytes in all), so its commit
 // merges them without reading them back from Pebble; after a restart, or past that bound, the
 // commit reads them back.
 //
@@ -52,10 +53,13 @@ import (
 //
 // Every staged batch of one (commit user, subtask) must declare the same columns.
 
-// maxStagedMemBytes bounds the encoded bytes of the staged batches a table keeps in memory for
-// their commit (beyond it a checkpoint's batches are read back from Pebble): 64 MiB. The same
-// bytes count against the gateway's write budget as staged bytes.
+// maxStagedMemBytes bounds the encoded bytes of the staged batches kept in memory for their
+// commit over all open tables of the process (beyond it a checkpoint's batches are read back
+// from Pebble): 64 MiB. The same bytes count against the gateway's staging budget.
 var maxStagedMemBytes int64 = 64 << 20 // a variable for tests
+
+// stagedMemAll is the encoded bytes kept in memory over all open tables (Table.stagedMem each).
+var stagedMemAll atomic.Int64
 
 // DefaultTransactionTimeoutMs is the transaction timeout when none is given: 1 h.
 const DefaultTransactionTimeoutMs = 60 * 60 * 1000
@@ -135,11 +139,12 @@ func (t *Table) keepStaged(c *ckptStat, b *row.Batch, n int64) {
 	if !c.memOK {
 		return
 	}
-	if t.stagedMem.Add(n) > maxStagedMemBytes {
-		t.stagedMem.Add(-n)
+	if stagedMemAll.Add(n) > maxStagedMemBytes {
+		stagedMemAll.Add(-n)
 		t.dropStagedMem(c)
 		return
 	}
+	t.stagedMem.Add(n)
 	c.mem = append(c.mem, b)
 	c.memBytes += n
 }
@@ -148,6 +153,7 @@ func (t *Table) keepStaged(c *ckptStat, b *row.Batch, n int64) {
 func (t *Table) dropStagedMem(cs ...*ckptStat) {
 	for _, c := range cs {
 		t.stagedMem.Add(-c.memBytes)
+		stagedMemAll.Add(-c.memBytes)
 		c.mem, c.memBytes, c.memOK = nil, 0, false
 	}
 }

@@ -139,9 +139,9 @@ func TestStagedMemoryBound(t *testing.T) {
 	if st.stagedMem.Load() == 0 {
 		t.Fatal("the first batch is not kept in memory")
 	}
-	maxStagedMemBytes = st.stagedMem.Load() // room for the first batch only
+	maxStagedMemBytes = stagedMemAll.Load() // room for the first batch only
 	mustStage(t, st, 1, epoch, kvBatch([]int32{1}, "b"))
-	if m := st.stagedMem.Load(); m != 0 {
+	if m := st.stagedMem.Load(); m != 0 || stagedMemAll.Load() != 0 {
 		t.Fatalf("%d bytes in memory past the bound, want 0", m)
 	}
 	mustCommit(t, st, 1)

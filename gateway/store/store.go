@@ -144,7 +144,8 @@ type Table struct {
 	staging     map[stageKey]*stageState
 	stagedBytes atomic.Int64
 	stagedRows  atomic.Int64
-	// stagedMem is the encoded bytes of the staged batches also kept in memory (staging.go).
+	// stagedMem is the encoded bytes of the staged batches also kept in memory (staging.go),
+	// part of stagedMemAll until Close.
 	stagedMem atomic.Int64
 	// commitHook, when set (tests), runs inside CommitStaged at "apply" (before the merge) and
 	// "applied" (the commit's batch is in Pebble, the in-memory state not yet updated).
@@ -527,6 +528,7 @@ func (t *Table) Close() error {
 	}
 	t.closed = true
 	close(t.done)
+	defer func() { stagedMemAll.Add(-t.stagedMem.Swap(0)) }() // staging.go
 	for _, b := range t.buckets {
 		for off, ch := range b.waiters {
 			close(ch)
