@@ -48,11 +48,30 @@ public final class SetatsSinkTestHooks {
         boolean drop(int subtask, long sequence);
     }
 
+    /**
+     * Told the times (epoch ms) of each hop of the sink, for per-hop latency benchmarks: null
+     * (the default) costs one volatile read per row.
+     */
+    public static volatile HopListener hops;
+
+    /** Per-hop times of a writer (SetatsSinkBenchmark's latency phase). */
+    public interface HopListener {
+        /** A row reached the writer's {@code write} (mailbox thread). */
+        void written(int subtask, org.apache.flink.table.data.RowData row, long nowMs);
+
+        /** Batch {@code sequence} with {@code rows} rows was put on the DoPut stream (mailbox thread). */
+        void sent(int subtask, long sequence, int rows, long nowMs);
+
+        /** The WriteAck of batch {@code sequence} arrived (a gRPC thread). */
+        void acked(int subtask, long sequence, long nowMs);
+    }
+
     /** Resets every hook to null. */
     public static void reset() {
         afterPrepareCommit = null;
         beforeCommit = null;
         afterCommit = null;
         dropAck = null;
+        hops = null;
     }
 }

@@ -64,6 +64,10 @@ import static org.assertj.core.api.Assertions.assertThat;
  * reader polling every 50 ms) for exactly-once with 1 s and 10 s checkpoints and for
  * at-least-once. Prints {@code figure <name> ... ratio=R} lines (medians of the runs) with the
  * load average; {@code -Dsetats.bench.jfr} records a JFR profile of the first at-least-once run.
+ * {@code -Dsetats.bench.latency-only=true} runs only the at-least-once latency phase ({@code
+ * -Dsetats.bench.latency-rate}, {@code -Dsetats.bench.latency-seconds}). The JVM's CPU seconds
+ * per job (the MiniCluster runs in this JVM) are printed beside the gateway's: they depend much
+ * less on the machine's load than rows/s.
  */
 class SetatsSinkBenchmark {
 
@@ -122,6 +126,14 @@ class SetatsSinkBenchmark {
         int runs = Integer.getInteger("setats.bench.runs", 3);
         long keys = rows * (100 - UPDATE_PCT) / 100;
         String jfr = System.getProperty("setats.bench.jfr");
+        if (Boolean.getBoolean("setats.bench.latency-only")) {
+            long sec = Long.getLong("setats.bench.latency-seconds", 30L);
+            double[] l = latency("latency_alo_only", DeliveryGuarantee.AT_LEAST_ONCE, 1_000, sec);
+            System.out.printf(
+                    "figure write-to-visible-alo p50_ms=%.0f p99_ms=%.0f max_ms=%.0f rows=%d load_average=\"%s\"%n",
+                    l[0], l[1], l[2], (long) l[3], loadAverage());
+            return;
+        }
         List<Double> alo = new ArrayList<>(), eo = new ArrayList<>(), doput = new ArrayList<>();
         List<Double> aloCpu = new ArrayList<>(), eoCpu = new ArrayList<>(), doputCpu = new ArrayList<>();
         String load0 = loadAverage();
@@ -166,6 +178,13 @@ class SetatsSinkBenchmark {
         System.out.printf(
                 "figure write-to-visible-alo p50_ms=%.0f p99_ms=%.0f max_ms=%.0f rows=%d checkpoint_ms=1000 ratio=%.2f load_average=\"%s\"%n",
                 l[0], l[1], l[2], (long) l[3], l[0] / 1000, loadAverage());
+    }
+
+    /** CPU seconds of this JVM (MiniCluster included). */
+    private static double jvmCpuSeconds() {
+        return ((com.sun.management.OperatingSystemMXBean) java.lang.management.ManagementFactory.getOperatingSystemMXBean())
+                        .getProcessCpuTime()
+                / 1e9;
     }
 
     private static double median(List<Double> v) {
@@ -253,18 +272,20 @@ class SetatsSinkBenchmark {
                 .returns(InternalTypeInfo.of(SEED))
                 .sinkTo(sink(table, g).build());
         double cpu0 = gatewayCpuSeconds();
+        double jvm0 = jvmCpuSeconds();
         long start = System.nanoTime();
         env.execute("setats sink benchmark " + g);
         double seconds = (System.nanoTime() - start) / 1e9;
         double cpu = gatewayCpuSeconds() - cpu0;
+        double jvm = jvmCpuSeconds() - jvm0;
         try (GatewayClient c = GATEWAY.client()) {
             long changelog = 0;
             for (BucketOffsets b : c.listBuckets("bench", table).getBucketsList()) {
                 changelog += b.getEndOffset();
             }
             System.out.printf(
-                    "SETATS-BENCH %s %s rows=%d keys=%d seconds=%.2f rows_per_s=%.0f changelog_rows=%d gateway_cpu_s=%.2f load_average=\"%s\"%n",
-                    g, table, rows, keys, seconds, rows / seconds, changelog, cpu, loadAverage());
+                    "SETATS-BENCH %s %s rows=%d keys=%d seconds=%.2f rows_per_s=%.0f changelog_rows=%d gateway_cpu_s=%.2f jvm_cpu_s=%.2f jvm_cpu_us_per_row=%.2f load_average=\"%s\"%n",
+                    g, table, rows, keys, seconds, rows / seconds, changelog, cpu, jvm, jvm * 1e6 / rows, loadAverage());
             assertThat(changelog).isGreaterThanOrEqualTo(keys);
             double batches = GATEWAY.tableMetric("setats_write_batches_total", "bench", table);
             System.out.printf(
@@ -274,16 +295,23 @@ class SetatsSinkBenchmark {
     }
 
     /**
-     * Write-to-visible latency: a source writes 200 rows/s whose {@code name} is the time it
-     * emitted them (ms); a reader polls the changelog every 50 ms and takes, per row, the time it
-     * first saw it minus that. Returns p50, p99, max (ms) and the row count.
+     * Write-to-visible latency: a source writes {@code setats.bench.latency-rate} rows/s (default
+     * 200) whose {@code name} is the time it emitted them (ms); a reader polls the changelog every
+     * 50 ms and takes, per row, the time it first saw it minus that. Returns p50, p99, max (ms)
+     * and the row count. Also prints the hops before it ({@link Hops}): Flink's edge into the
+     * writer, the writer's buffer (linger), DoPut until the WriteAck, and the gateway's own mean
+     * per-batch time (arrival to ack, {@code setats_write_latency_seconds}).
      */
     private double[] latency(String table, DeliveryGuarantee g, long checkpointMs, long seconds)
             throws Exception {
         StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
         env.setParallelism(2);
         env.enableCheckpointing(checkpointMs);
-        env.addSource(new TimedRows(seconds * 200))
+        long rate = Long.getLong("setats.bench.latency-rate", 200L);
+        long total = seconds * rate;
+        Hops hops = new Hops();
+        SetatsSinkTestHooks.hops = hops;
+        env.addSource(new TimedRows(total, rate))
                 .setParallelism(1)
                 .returns(InternalTypeInfo.of(SEED))
                 .sinkTo(sink(table, g).setFlushInterval(java.time.Duration.ofMillis(200)).build());
@@ -291,7 +319,7 @@ class SetatsSinkBenchmark {
         List<Double> lat = new ArrayList<>();
         Map<String, Long> next = new HashMap<>();
         try (GatewayClient c = GATEWAY.client()) {
-            while (!job.getJobStatus().get().isGloballyTerminalState() || lat.size() < seconds * 200) {
+            while (!job.getJobStatus().get().isGloballyTerminalState() || lat.size() < total) {
                 if (job.getJobStatus().get().isGloballyTerminalState()) {
                     long n = lat.size();
                     poll(c, table, next, lat);
@@ -302,7 +330,11 @@ class SetatsSinkBenchmark {
                 poll(c, table, next, lat);
                 Thread.sleep(50);
             }
+        } finally {
+            SetatsSinkTestHooks.hops = null;
         }
+        hops.print(table, rate, GATEWAY.tableMetric("setats_write_latency_seconds_sum", "bench", table)
+                / Math.max(1, GATEWAY.tableMetric("setats_write_latency_seconds_count", "bench", table)));
         Collections.sort(lat);
         if (lat.isEmpty()) {
             return new double[] {0, 0, 0, 0};
@@ -333,20 +365,89 @@ class SetatsSinkBenchmark {
         }
     }
 
-    /** n new keys, 200 per second, each carrying its emission time (ms) in {@code name}. */
+    /**
+     * Per-hop times of the latency phase's rows, from {@link SetatsSinkTestHooks#hops}: per
+     * writer subtask the rows in the order they reached {@code write} and the batches in sequence
+     * order, so the i-th batch holds the next {@code rows} rows (no reconnects in this phase).
+     */
+    static final class Hops implements SetatsSinkTestHooks.HopListener {
+        private final Map<Integer, List<long[]>> written = new HashMap<>(); // {emitted, written}
+        private final Map<Integer, List<long[]>> sent = new HashMap<>(); // {sequence, rows, sent}
+        private final Map<String, Long> acked = new HashMap<>(); // subtask/sequence -> ms
+
+        @Override
+        public synchronized void written(int subtask, RowData row, long nowMs) {
+            long emitted = Long.parseLong(row.getString(2).toString());
+            written.computeIfAbsent(subtask, k -> new ArrayList<>()).add(new long[] {emitted, nowMs});
+        }
+
+        @Override
+        public synchronized void sent(int subtask, long sequence, int rows, long nowMs) {
+            sent.computeIfAbsent(subtask, k -> new ArrayList<>()).add(new long[] {sequence, rows, nowMs});
+        }
+
+        @Override
+        public synchronized void acked(int subtask, long sequence, long nowMs) {
+            acked.put(subtask + "/" + sequence, nowMs);
+        }
+
+        /** Prints p50/p99 (ms, over rows) of each hop and the gateway's mean per-batch latency. */
+        synchronized void print(String table, long rate, double gatewayMeanSeconds) throws IOException {
+            List<Double> edge = new ArrayList<>(), linger = new ArrayList<>(), doput = new ArrayList<>(), total = new ArrayList<>();
+            long batches = 0, rows = 0;
+            for (Map.Entry<Integer, List<long[]>> e : sent.entrySet()) {
+                List<long[]> w = written.getOrDefault(e.getKey(), Collections.emptyList());
+                int next = 0;
+                for (long[] b : e.getValue()) {
+                    Long ack = acked.get(e.getKey() + "/" + b[0]);
+                    batches++;
+                    for (int i = 0; i < b[1] && next < w.size(); i++, next++) {
+                        long[] r = w.get(next);
+                        edge.add((double) (r[1] - r[0]));
+                        linger.add((double) (b[2] - r[1]));
+                        if (ack != null) {
+                            doput.add((double) (ack - b[2]));
+                            total.add((double) (ack - r[0]));
+                        }
+                        rows++;
+                    }
+                }
+            }
+            System.out.printf(
+                    "figure sink-hops-%s rate=%d rows=%d batches=%d rows_per_batch=%.1f edge_p50_ms=%.0f edge_p99_ms=%.0f linger_p50_ms=%.0f linger_p99_ms=%.0f doput_p50_ms=%.0f doput_p99_ms=%.0f write_to_ack_p50_ms=%.0f write_to_ack_p99_ms=%.0f gateway_batch_mean_ms=%.1f load_average=\"%s\"%n",
+                    table, rate, rows, batches, rows / (double) Math.max(1, batches),
+                    pct(edge, 50), pct(edge, 99), pct(linger, 50), pct(linger, 99), pct(doput, 50), pct(doput, 99),
+                    pct(total, 50), pct(total, 99), gatewayMeanSeconds * 1000, loadAverage());
+        }
+
+        private static double pct(List<Double> v, int p) {
+            if (v.isEmpty()) {
+                return -1;
+            }
+            List<Double> s = new ArrayList<>(v);
+            Collections.sort(s);
+            return s.get(Math.min(s.size() - 1, (int) (s.size() * (p / 100.0))));
+        }
+    }
+
+    /**
+     * n new keys, {@code rate} per second, each carrying its emission time (ms) in {@code name}.
+     */
     static final class TimedRows implements SourceFunction<RowData> {
         private final long n;
+        private final long rate;
         private volatile boolean running = true;
 
-        TimedRows(long n) {
+        TimedRows(long n, long rate) {
             this.n = n;
+            this.rate = rate;
         }
 
         @Override
         public void run(SourceContext<RowData> ctx) throws Exception {
             long start = System.currentTimeMillis();
             for (long i = 0; i < n && running; i++) {
-                long due = start + i * 5;
+                long due = start + i * 1000 / rate;
                 long wait = due - System.currentTimeMillis();
                 if (wait > 0) {
                     Thread.sleep(wait);

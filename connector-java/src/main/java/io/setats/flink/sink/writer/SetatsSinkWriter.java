@@ -263,6 +263,10 @@ public final class SetatsSinkWriter<IN>
         }
         batch.write(row);
         numRecordsSend.inc();
+        SetatsSinkTestHooks.HopListener hops = SetatsSinkTestHooks.hops;
+        if (hops != null) {
+            hops.written(subtask, row, System.currentTimeMillis());
+        }
         if (batch.rowCount() >= sink.bufferRows() || batch.estimatedBytes() >= sink.bufferBytes()) {
             sendBatch();
         } else if (lingerMs == 0 && pipelineIdle()) {
@@ -303,6 +307,10 @@ public final class SetatsSinkWriter<IN>
     /** gRPC thread: each WriteAck. When it leaves the pipeline idle, wake the mailbox to send. */
     private void onAck(WriteAck ack) {
         ackedUpTo.accumulateAndGet(ack.getSequence(), Math::max);
+        SetatsSinkTestHooks.HopListener hops = SetatsSinkTestHooks.hops;
+        if (hops != null) {
+            hops.acked(subtask, ack.getSequence(), System.currentTimeMillis());
+        }
         PutStream s = stream;
         if (closed || s == null || !s.idle() || wakeQueued.getAndSet(true)) {
             return;
@@ -341,6 +349,10 @@ public final class SetatsSinkWriter<IN>
             stagedRows += rows;
         }
         numBytesSend.inc(bytes);
+        SetatsSinkTestHooks.HopListener hops = SetatsSinkTestHooks.hops;
+        if (hops != null) {
+            hops.sent(subtask, s.sequence, rows, System.currentTimeMillis());
+        }
         if (stream != null && !stream.failed()) {
             // The root holds exactly s's rows: put it as it is (no reload of the kept batch).
             SetatsGatewayException failed = null;
