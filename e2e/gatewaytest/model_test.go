@@ -27,6 +27,9 @@ type tdef struct {
 	buckets   int32
 	engine    string // DEDUPLICATE or PARTIAL_UPDATE
 	options   map[string]string
+	// droppedEnd: "partition/bucket" -> the bucket's end offset when the randomized test dropped
+	// its partition (a bucket written again starts there).
+	droppedEnd map[string]int64
 }
 
 func (t *tdef) spec(db string) *setatspb.TableSpec {
@@ -243,6 +246,20 @@ func (m *refModel) apply(kind int8, declared []int, vals []any, batch int) int {
 	emit(KindUpdateAfter, next)
 	m.state[key] = next
 	return 2
+}
+
+// dropPartition forgets every key of partition (its name, tdef.location): a dropped partition
+// leaves no state and no changelog rows (drop-partition); a key written again starts with +I.
+func (m *refModel) dropPartition(partition string) (keys int) {
+	for key, log := range m.log {
+		if part, _ := m.t.location(log[0].vals); part == partition {
+			delete(m.log, key)
+			delete(m.state, key)
+			m.hist[key] = append(m.hist[key], "partition dropped")
+			keys++
+		}
+	}
+	return keys
 }
 
 // sortedKeys returns the model's keys with an expected changelog, sorted.

@@ -12,6 +12,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/setats/setats/proto/setatspb"
 )
@@ -479,6 +480,86 @@ func verifyAgainstModel(ctx context.Context, c *Client, tr *tableRun, p *problem
 	return read, nil
 }
 
+// dropRandomPartition drops one of partitionValues of tr's table (drop-partition, proto/README.md
+// "Dropping partitions") and the model drops that partition's keys; a partition without rows
+// must be NotFound. Every bucket of a dropped partition then reads, from offset 0 and as a
+// follower, no row and ends with ChangelogEnd END_PARTITION_DROPPED; a bucket written again later
+// starts at the end offset it had (tdef.droppedEnd).
+func dropRandomPartition(ctx context.Context, c *Client, tr *tableRun, rng *rand.Rand) (string, error) {
+	t := tr.t
+	dt := partitionValues[rng.IntN(len(partitionValues))]
+	name := t.partKeys[0] + "=" + escapePartValue(dt)
+	buckets, err := c.ListBuckets(ctx, e2eDB, t.name)
+	if err != nil {
+		return "", err
+	}
+	exists := false
+	for _, b := range buckets {
+		exists = exists || b.GetPartition() == name
+	}
+	res := &setatspb.DropPartitionResponse{}
+	err = c.Action(ctx, "drop-partition", &setatspb.DropPartitionRequest{Database: e2eDB, Table: t.name,
+		PartitionSpec: map[string]string{t.partKeys[0]: dt}}, res)
+	if !exists {
+		if status.Code(err) != codes.NotFound || !strings.Contains(status.Convert(err).Message(), name) {
+			return "", fmt.Errorf("drop-partition %s of %s without buckets: %v, want NotFound naming it", name, t.name, err)
+		}
+		return fmt.Sprintf("%s: drop-partition %s: NotFound (no rows)", t.name, name), nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("drop-partition %s of %s: %w", name, t.name, err)
+	}
+	tr.mu.Lock()
+	keys := tr.m.dropPartition(name)
+	tr.mu.Unlock()
+	if res.GetPartition() != name || !res.GetDropped() || res.GetStateRows() > int64(keys) {
+		return "", fmt.Errorf("drop-partition %s of %s answered %v (the model had %d keys there)", name, t.name, res, keys)
+	}
+	if t.droppedEnd == nil {
+		t.droppedEnd = map[string]int64{}
+	}
+	for _, b := range res.GetBuckets() {
+		t.droppedEnd[fmt.Sprintf("%s/%d", b.GetPartition(), b.GetBucket())] = b.GetEndOffset()
+		for _, follow := range []bool{false, true} {
+			tk := &setatspb.ChangelogTicket{Database: e2eDB, Table: t.name, Partition: b.GetPartition(), Bucket: b.GetBucket(),
+				Follow: follow, Start: &setatspb.ChangelogTicket_Offset{Offset: 0}}
+			if err := expectDroppedEnd(ctx, c, tk, b.GetEndOffset()); err != nil {
+				return "", fmt.Errorf("%s of %s: %w", name, t.name, err)
+			}
+		}
+	}
+	return fmt.Sprintf("%s: dropped %s (%d keys, %d state rows, %d buckets)", t.name, name, keys, res.GetStateRows(), len(res.GetBuckets())), nil
+}
+
+// expectDroppedEnd reads a DoGet of tk to its end: no row, then ChangelogEnd END_PARTITION_DROPPED
+// with the dropped end offset, and no error.
+func expectDroppedEnd(ctx context.Context, c *Client, tk *setatspb.ChangelogTicket, end int64) error {
+	b, err := proto.Marshal(tk)
+	if err != nil {
+		return err
+	}
+	rdr, err := c.OpenGet(ctx, b)
+	if err != nil {
+		return err
+	}
+	defer rdr.Release()
+	var rows int64
+	var got *setatspb.ChangelogEnd
+	for rdr.Next() {
+		rows += rdr.RecordBatch().NumRows()
+		if md := rdr.LatestAppMetadata(); len(md) > 0 {
+			got = &setatspb.ChangelogEnd{}
+			if err := proto.Unmarshal(md, got); err != nil {
+				return err
+			}
+		}
+	}
+	if err := rdr.Err(); err != nil || rows != 0 || got.GetReason() != setatspb.ChangelogEndReason_END_PARTITION_DROPPED || got.GetEndOffset() != end {
+		return fmt.Errorf("DoGet %v of the dropped partition: %d rows, end %v, err %v; want no row and END_PARTITION_DROPPED at %d", tk, rows, got, err, end)
+	}
+	return nil
+}
+
 // TestRandomizedModel is issue 2's model-based randomized test against the real binary: rounds of
 // random upserts, deletes and partial writes from concurrent writers (disjoint keys) on four
 // tables, then the whole changelog is read from earliest and checked against the reference model
@@ -505,6 +586,8 @@ func TestRandomizedModel(t *testing.T) {
 
 	// readRng drives the read checks (snapshot projections and filters, lookup keys).
 	readRng := rand.New(rand.NewPCG(seed, 777))
+	// dropRng drives the drop-partition operations.
+	dropRng := rand.New(rand.NewPCG(seed, 778))
 	var runs []*tableRun
 	var writers []*randWriter
 	for ti, td := range randomTables() {
@@ -573,6 +656,16 @@ func TestRandomizedModel(t *testing.T) {
 		}
 		if t.Failed() {
 			t.FailNow()
+		}
+		// Writers are idle: now and then a partition of a partitioned table is dropped.
+		for _, tr := range runs {
+			if len(tr.t.partKeys) > 0 && dropRng.IntN(3) == 0 {
+				what, err := dropRandomPartition(ctx, c, tr, dropRng)
+				if err != nil {
+					t.Fatalf("round %d: %v", round, err)
+				}
+				t.Logf("round %d: %s", round, what)
+			}
 		}
 		before := map[string]*tableRead{}
 		for _, tr := range runs {

@@ -106,7 +106,9 @@ func (t *Table) OpenSnapshot(ctx context.Context, id BucketID) (*SnapshotView, e
 			v.Release()
 			return nil, contextError(ctx.Err())
 		}
-		if o, _ := t.Offsets(id); o.EndOffset < m.end {
+		// Published metadata, not Offsets: a bucket of a dropped partition (partition_drop.go)
+		// does not exist but has an empty view at its dropped end offset.
+		if pm, _ := t.published(id); pm.end < m.end {
 			v.Release()
 			return nil, errorf(ErrClosed, "table %s: closed while opening a snapshot view", t.tbl.QualifiedName())
 		}
