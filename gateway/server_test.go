@@ -47,7 +47,7 @@ func TestShutdownDrainsWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitWritesSettled(t, g)
-	fs.hold()
+	fs.hold(t)
 	if err := w.Write(r2); err != nil {
 		t.Fatal(err)
 	}

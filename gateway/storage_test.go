@@ -52,11 +52,14 @@ type holdFS struct {
 
 func newHoldFS() *holdFS { return &holdFS{FS: vfs.Default} }
 
-// hold makes the following WAL fsyncs block until release.
-func (fs *holdFS) hold() {
+// hold makes the following WAL fsyncs block until release, at the latest until t ends: a test
+// that fails while holding them must not hang in the gateway's shutdown (its cleanup, registered
+// before, runs after this one).
+func (fs *holdFS) hold(t *testing.T) {
 	fs.mu.Lock()
 	fs.held = make(chan struct{})
 	fs.mu.Unlock()
+	t.Cleanup(fs.release)
 }
 
 func (fs *holdFS) release() {
@@ -143,7 +146,7 @@ func TestCommitSideEffectsWithoutClient(t *testing.T) {
 	}
 	waitWritesSettled(t, g)
 
-	fs.hold()
+	fs.hold(t)
 	ctx, cancel := context.WithCancel(g.ctx)
 	stream, err := g.client.DoPut(ctx)
 	if err != nil {
@@ -288,7 +291,7 @@ func TestReadersWaitForFsync(t *testing.T) {
 	}
 	waitWritesSettled(t, g)
 
-	fs.hold()
+	fs.hold(t)
 	r2 := intStrRecord(g.mem, nil, []int32{2}, []string{"held"})
 	defer r2.Release()
 	acked := make(chan error, 1)
