@@ -1,6 +1,7 @@
 package io.setats.flink.dts;
 
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
+import org.apache.flink.api.common.functions.MapFunction;
 import org.apache.flink.api.java.utils.ParameterTool;
 import org.apache.flink.core.execution.JobClient;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
@@ -17,12 +18,32 @@ import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
  * --gateway-password etl-password --tls-ca-cert ca.pem} (the gateway user; {@code --user} and
  * {@code --password} stay the consumer group's).
  *
- * <p>{@code --seconds N} stops the job after N seconds (default: run until killed);
+ * <p>{@code --seconds N} stops the job N seconds after its first record was printed (default: run
+ * until killed), or after {@code --first-record-timeout-seconds} (default 300) if none came: the
+ * time a loaded machine needs to start the job does not eat into the N seconds. Counting from the
+ * first record works in a local run (the job in this JVM's MiniCluster); against a remote cluster
+ * the job stops after the timeout.
  * {@code --checkpoint-interval MS} enables Flink checkpoints (the group's position is committed
  * when one completes).
  */
 public final class DtsExample {
     private DtsExample() {}
+
+    /** System.nanoTime() when the first record passed {@link MarkFirstRecord}; 0 before (local runs). */
+    private static volatile long firstRecordNanos;
+
+    /** Passes records on unchanged and notes when the first one came. */
+    private static final class MarkFirstRecord implements MapFunction<DtsRecord, DtsRecord> {
+        private static final long serialVersionUID = 1L;
+
+        @Override
+        public DtsRecord map(DtsRecord r) {
+            if (firstRecordNanos == 0) {
+                firstRecordNanos = System.nanoTime();
+            }
+            return r;
+        }
+    }
 
     public static void main(String[] args) throws Exception {
         ParameterTool p = ParameterTool.fromArgs(args);
@@ -46,12 +67,19 @@ public final class DtsExample {
         if (p.has("checkpoint-interval")) {
             env.enableCheckpointing(p.getLong("checkpoint-interval"));
         }
-        env.fromSource(b.build(), WatermarkStrategy.noWatermarks(), "dts").uid("dts-source").print();
+        env.fromSource(b.build(), WatermarkStrategy.noWatermarks(), "dts")
+                .uid("dts-source")
+                .map(new MarkFirstRecord())
+                .print();
         if (!p.has("seconds")) {
             env.execute("DtsExample");
             return;
         }
         JobClient job = env.executeAsync("DtsExample");
+        long deadline = System.nanoTime() + p.getLong("first-record-timeout-seconds", 300) * 1_000_000_000L;
+        while (firstRecordNanos == 0 && System.nanoTime() < deadline) {
+            Thread.sleep(50);
+        }
         Thread.sleep(p.getLong("seconds") * 1000);
         job.cancel().get();
         System.out.flush();
