@@ -434,31 +434,69 @@ public class SetatsCatalog extends AbstractCatalog {
     }
 
     // ------------------------------------------------------------------------------------------
-    // partitions: Setats partitions are not catalog objects
+    // partitions: the partitions that have buckets (list-buckets); created by writing rows,
+    // dropped with drop-partition (ALTER TABLE ... DROP PARTITION)
 
-    @Override
-    public List<CatalogPartitionSpec> listPartitions(ObjectPath tablePath) throws TableNotExistException, TableNotPartitionedException, CatalogException {
-        return Collections.emptyList();
+    /** The partitions of a partitioned table, in name order. */
+    private List<CatalogPartitionSpec> partitions(ObjectPath tablePath)
+            throws TableNotExistException, TableNotPartitionedException {
+        TableInfo info = info(tablePath).orElseThrow(() -> new TableNotExistException(getName(), tablePath));
+        if (info.getSpec().getPartitionKeysCount() == 0) {
+            throw new TableNotPartitionedException(getName(), tablePath);
+        }
+        java.util.TreeSet<String> names = new java.util.TreeSet<>();
+        try {
+            for (io.setats.proto.v1.BucketOffsets b :
+                    client().listBuckets(tablePath.getDatabaseName(), tablePath.getObjectName()).getBucketsList()) {
+                names.add(b.getPartition());
+            }
+        } catch (SetatsGatewayException e) {
+            throw failed("list partitions of " + tablePath.getFullName(), e);
+        }
+        List<CatalogPartitionSpec> out = new ArrayList<>(names.size());
+        for (String name : names) {
+            out.add(new CatalogPartitionSpec(io.setats.flink.utils.PartitionNames.parse(name)));
+        }
+        return out;
     }
 
     @Override
-    public List<CatalogPartitionSpec> listPartitions(ObjectPath tablePath, CatalogPartitionSpec partitionSpec) throws CatalogException {
-        return Collections.emptyList();
+    public List<CatalogPartitionSpec> listPartitions(ObjectPath tablePath) throws TableNotExistException, TableNotPartitionedException, CatalogException {
+        return partitions(tablePath);
+    }
+
+    @Override
+    public List<CatalogPartitionSpec> listPartitions(ObjectPath tablePath, CatalogPartitionSpec partitionSpec)
+            throws TableNotExistException, TableNotPartitionedException, CatalogException {
+        List<CatalogPartitionSpec> out = new ArrayList<>();
+        for (CatalogPartitionSpec p : partitions(tablePath)) {
+            if (p.getPartitionSpec().entrySet().containsAll(partitionSpec.getPartitionSpec().entrySet())) {
+                out.add(p);
+            }
+        }
+        return out;
     }
 
     @Override
     public List<CatalogPartitionSpec> listPartitionsByFilter(ObjectPath tablePath, List<Expression> filters) throws CatalogException {
-        return Collections.emptyList();
+        throw new UnsupportedOperationException("Catalog " + getName() + ": listing partitions by filter is not supported");
     }
 
     @Override
     public CatalogPartition getPartition(ObjectPath tablePath, CatalogPartitionSpec partitionSpec) throws PartitionNotExistException, CatalogException {
-        throw new PartitionNotExistException(getName(), tablePath, partitionSpec);
+        if (!partitionExists(tablePath, partitionSpec)) {
+            throw new PartitionNotExistException(getName(), tablePath, partitionSpec);
+        }
+        return new org.apache.flink.table.catalog.CatalogPartitionImpl(Collections.emptyMap(), null);
     }
 
     @Override
     public boolean partitionExists(ObjectPath tablePath, CatalogPartitionSpec partitionSpec) throws CatalogException {
-        return false;
+        try {
+            return partitions(tablePath).contains(partitionSpec);
+        } catch (TableNotExistException | TableNotPartitionedException e) {
+            return false;
+        }
     }
 
     @Override
@@ -466,9 +504,29 @@ public class SetatsCatalog extends AbstractCatalog {
         throw new CatalogException("Catalog " + getName() + ": partitions are created by writing rows (table " + tablePath.getFullName() + ").");
     }
 
+    /**
+     * Drops a partition through the gateway's {@code drop-partition} (its rows, changelog and slot
+     * positions, atomically; setats-cdc readers finish its splits). A partition the table does not
+     * have (or a table that does not exist) is a {@link PartitionNotExistException} unless
+     * ignoreIfNotExists; a spec that is not one of the table's partitions (a missing or unknown
+     * key, a non-canonical value) or an unpartitioned table is a CatalogException with the
+     * gateway's message.
+     */
     @Override
-    public void dropPartition(ObjectPath tablePath, CatalogPartitionSpec partitionSpec, boolean ignoreIfNotExists) throws CatalogException {
-        throw new CatalogException("Catalog " + getName() + ": dropping partitions is not supported (table " + tablePath.getFullName() + ").");
+    public void dropPartition(ObjectPath tablePath, CatalogPartitionSpec partitionSpec, boolean ignoreIfNotExists)
+            throws PartitionNotExistException, CatalogException {
+        try {
+            client().dropPartition(
+                    tablePath.getDatabaseName(), tablePath.getObjectName(), partitionSpec.getPartitionSpec(), false);
+        } catch (SetatsGatewayException e) {
+            if (is(e, "NOT_FOUND")) {
+                if (ignoreIfNotExists) {
+                    return;
+                }
+                throw new PartitionNotExistException(getName(), tablePath, partitionSpec, e);
+            }
+            throw failed("drop partition " + partitionSpec + " of " + tablePath.getFullName(), e);
+        }
     }
 
     @Override

@@ -94,6 +94,7 @@ public final class GatewayClient implements AutoCloseable {
     public static final String ACTION_LIST_DATABASES = "list-databases";
     public static final String ACTION_CREATE_TABLE = "create-table";
     public static final String ACTION_DROP_TABLE = "drop-table";
+    public static final String ACTION_DROP_PARTITION = "drop-partition";
     public static final String ACTION_GET_TABLE = "get-table";
     public static final String ACTION_LIST_TABLES = "list-tables";
     public static final String ACTION_LIST_BUCKETS = "list-buckets";
@@ -397,6 +398,25 @@ public final class GatewayClient implements AutoCloseable {
                         .setIgnoreIfNotExists(ignoreIfNotExists)
                         .build(),
                 Empty.parser());
+    }
+
+    /**
+     * {@code drop-partition}: drops the partition of {@code spec} (partition key column to the
+     * value's string form) with its rows, changelog and slot positions (proto/README.md "Dropping
+     * partitions"); NOT_FOUND when the table has no such partition (unless ignoreIfNotExists).
+     */
+    public io.setats.proto.v1.DropPartitionResponse dropPartition(
+            String database, String table, java.util.Map<String, String> spec, boolean ignoreIfNotExists) {
+        return action(
+                ACTION_DROP_PARTITION,
+                io.setats.proto.v1.DropPartitionRequest.newBuilder()
+                        .setCatalog(catalog)
+                        .setDatabase(database)
+                        .setTable(table)
+                        .putAllPartitionSpec(spec)
+                        .setIgnoreIfNotExists(ignoreIfNotExists)
+                        .build(),
+                io.setats.proto.v1.DropPartitionResponse.parser());
     }
 
     /** {@code list-tables}. */

@@ -101,6 +101,9 @@ public final class SetatsSourceEnumerator
     /** TableInfo.table_id learned from get-table at start; null until then. */
     @Nullable private String tableId;
 
+    /** Splits retired since start (metric setatsRetiredSplits). */
+    private long retiredSplits;
+
     private boolean discoveryInFlight;
     private boolean discoveryRequested;
 
@@ -133,6 +136,8 @@ public final class SetatsSourceEnumerator
 
     @Override
     public void start() {
+        context.metricGroup().gauge("setatsAssignedSplits", () -> (long) assigned.size());
+        context.metricGroup().gauge("setatsRetiredSplits", () -> retiredSplits);
         client = config.connect();
         if (config.slotName() != null) {
             lease = new SlotLease(config, SlotOwner.of(context.metricGroup(), config.slotName()));
@@ -413,6 +418,25 @@ public final class SetatsSourceEnumerator
             pending.put(split.tableBucket(), split);
         }
         assignPending();
+    }
+
+    /**
+     * A reader finished splits because their partition was dropped ({@link SplitsRetiredEvent}):
+     * they leave the assigned buckets (and the state of the next checkpoint) and are never assigned
+     * again. A restore from a checkpoint taken before the drop gives them back to readers, which
+     * finish them at once (the gateway ends their DoGets the same way) and report them here again.
+     */
+    @Override
+    public void handleSourceEvent(int subtaskId, org.apache.flink.api.connector.source.SourceEvent event) {
+        if (event instanceof SplitsRetiredEvent) {
+            List<TableBucket> buckets = ((SplitsRetiredEvent) event).buckets();
+            for (TableBucket tb : buckets) {
+                assigned.remove(tb);
+                pending.remove(tb);
+            }
+            retiredSplits += buckets.size();
+            LOG.info("Splits {} of table {} retired by reader {} (partition dropped)", buckets, config.tablePath(), subtaskId);
+        }
     }
 
     @Override

@@ -98,6 +98,8 @@ final class BucketStream {
     boolean queued;
 
     private volatile boolean paused;
+    /** The split's partition was dropped (fetcher thread). */
+    private boolean retired;
     private Phase phase;
     /** The changelog ticket being read (the follow ticket once the snapshot phase is done). */
     private ChangelogTicket ticket;
@@ -327,6 +329,9 @@ final class BucketStream {
             VectorSchemaRoot root = c.root;
             int n = root.getRowCount();
             if (n == 0) {
+                if (s.getLatestMetadata() != null) {
+                    partitionDropped(s.getLatestMetadata());
+                }
                 return null;
             }
             ArrowRowDataReader reader = c.reader;
@@ -356,6 +361,31 @@ final class BucketStream {
             followFailed(e);
             return null;
         }
+    }
+
+    /**
+     * Whether the app_metadata of an empty batch is the gateway's ChangelogEnd
+     * END_PARTITION_DROPPED (proto/README.md "Dropping partitions"): the split's partition was
+     * dropped, so the split is finished ({@link #isRetired()}) and its DoGet closed.
+     */
+    private boolean partitionDropped(org.apache.arrow.memory.ArrowBuf md) throws IOException {
+        byte[] bytes = new byte[(int) md.readableBytes()];
+        md.getBytes(md.readerIndex(), bytes);
+        io.setats.proto.v1.ChangelogEnd end = io.setats.proto.v1.ChangelogEnd.parseFrom(bytes);
+        if (end.getReason() != io.setats.proto.v1.ChangelogEndReason.END_PARTITION_DROPPED) {
+            return false;
+        }
+        LOG.info(
+                "The partition of {} of table {}.{} was dropped (end offset {}); the split is finished",
+                split.tableBucket(), database, table, end.getEndOffset());
+        close();
+        retired = true;
+        return true;
+    }
+
+    /** Whether the split's partition was dropped: the split is finished and the stream closed. */
+    boolean isRetired() {
+        return retired;
     }
 
     private Reconnect.StreamEndedException streamEnded() {

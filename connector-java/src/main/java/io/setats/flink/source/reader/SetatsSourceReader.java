@@ -90,7 +90,17 @@ public final class SetatsSourceReader<T>
 
     @Override
     protected void onSplitFinished(Map<String, SetatsSplitState> finishedSplitIds) {
-        // Changelog splits never end while the table exists; removed splits need no clean-up here.
+        // A changelog split ends only when its partition was dropped (BucketStream#isRetired):
+        // the enumerator forgets it (it never assigns it again, its checkpoints drop it).
+        if (finishedSplitIds.isEmpty()) {
+            return;
+        }
+        java.util.List<io.setats.flink.source.split.TableBucket> buckets = new java.util.ArrayList<>();
+        for (SetatsSplitState state : finishedSplitIds.values()) {
+            buckets.add(state.toSplit().tableBucket());
+        }
+        context.sendSourceEventToCoordinator(
+                new io.setats.flink.source.enumerator.SplitsRetiredEvent(buckets));
     }
 
     @Override

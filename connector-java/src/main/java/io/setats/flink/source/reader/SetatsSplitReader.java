@@ -88,6 +88,13 @@ public final class SetatsSplitReader implements SplitReader<ChangelogRecord, Set
                 continue; // removed meanwhile, or paused: resume() queues it again
             }
             List<ChangelogRecord> rows = s.poll();
+            if (s.isRetired()) {
+                // The split's partition was dropped: the split is finished (SourceReaderBase
+                // drops it from the reader's state; the enumerator is told, SplitsRetiredEvent).
+                streams.remove(s.splitId());
+                finishedSplits.add(s.splitId());
+                return finishedOnly();
+            }
             if (s.hasWork() && !s.isPaused()) {
                 ready.signal(s);
             }
