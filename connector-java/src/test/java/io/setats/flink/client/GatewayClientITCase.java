@@ -272,7 +272,9 @@ class GatewayClientITCase {
     @Test
     void unacknowledgedBatchFailsAfterAckTimeout() throws Exception {
         String table = "t_ack_timeout";
-        withPut(table, java.time.Duration.ofSeconds(2), (ps, w) -> {
+        // 5 s, not less: batch 0 (the table's first write) must be acknowledged within it on a
+        // loaded machine too, or awaitAcks fails for batch 0 before the gateway is suspended.
+        withPut(table, java.time.Duration.ofSeconds(5), (ps, w) -> {
             send(ps, w, "a", 1);
             ps.awaitAcks(); // batch 0 is acknowledged normally
             whileSuspended(() -> {
@@ -294,11 +296,15 @@ class GatewayClientITCase {
     @Test
     void checkAckTimeoutFailsAnIdleStream() throws Exception {
         String table = "t_ack_timeout_idle";
-        withPut(table, java.time.Duration.ofSeconds(1), (ps, w) -> whileSuspended(() -> {
+        // 5 s, not 1 s: "not due yet" right after the send must not depend on the JVM getting
+        // there within the timeout on a loaded machine; then wait until it is due, not a fixed time.
+        withPut(table, java.time.Duration.ofSeconds(5), (ps, w) -> whileSuspended(() -> {
             send(ps, w, "a", 1);
             ps.checkAckTimeout(); // not due yet
-            assertThat(ps.msUntilAckTimeout()).isBetween(0L, 1000L);
-            Thread.sleep(1200);
+            assertThat(ps.msUntilAckTimeout()).isBetween(0L, 5000L);
+            for (long left = ps.msUntilAckTimeout(); left > 0; left = ps.msUntilAckTimeout()) {
+                Thread.sleep(left);
+            }
             assertThatThrownBy(ps::checkAckTimeout)
                     .isInstanceOf(SetatsGatewayException.class)
                     .hasMessageContaining("batch 0 (1 rows)")
