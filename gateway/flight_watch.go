@@ -35,7 +35,8 @@ type watchQueue struct {
 
 // handler returns the NATS message handler of the queue: it never blocks; it drops oversized
 // messages and those verify refuses (forged), so that they take no room.
-func (q *watchQueue) handler(verify func(*nats.Msg) (*setatspb.Notification, bool)) nats.MsgHandler {
+// overflowed is called once, when the buffer first goes over watchMaxBytes.
+func (q *watchQueue) handler(verify func(*nats.Msg) (*setatspb.Notification, bool), overflowed func()) nats.MsgHandler {
 	return func(m *nats.Msg) {
 		if len(m.Data) > watchMaxMessageBytes {
 			q.mu.Lock()
@@ -50,6 +51,9 @@ func (q *watchQueue) handler(verify func(*nats.Msg) (*setatspb.Notification, boo
 		q.mu.Lock()
 		switch {
 		case q.bytes+len(m.Data) > watchMaxBytes:
+			if !q.overflow {
+				overflowed()
+			}
 			q.overflow = true
 		case !q.overflow:
 			q.notes = append(q.notes, n)
@@ -101,7 +105,7 @@ func (s *Server) watch(body []byte, stream flight.FlightService_DoActionServer) 
 		return err
 	}
 	q := &watchQueue{ready: make(chan struct{}, 1)}
-	sub, err := s.nats.nc.Subscribe(watchSubject(db, req.GetTable()), q.handler(s.nats.verify))
+	sub, err := s.nats.nc.Subscribe(watchSubject(db, req.GetTable()), q.handler(s.nats.verify, s.metrics.watchOverflows.Inc))
 	if err != nil {
 		return status.Errorf(codes.Unavailable, "watch %s.%s: subscribe on NATS: %v", db, req.GetTable(), err)
 	}

@@ -21,6 +21,7 @@ type metrics struct {
 	writeLatency   *prometheus.HistogramVec // table
 	openStreams    prometheus.Gauge
 	watchStreams   prometheus.Gauge
+	watchOverflows prometheus.Counter
 	openTables     prometheus.Gauge
 	endOffset      *prometheus.GaugeVec // table, partition, bucket
 	startOffset    *prometheus.GaugeVec // table, partition, bucket
@@ -70,6 +71,10 @@ func newMetrics() *metrics {
 		Name: "setats_watch_streams_open",
 		Help: "watch action streams currently open.",
 	})
+	m.watchOverflows = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "setats_watch_overflows_total",
+		Help: "watch streams whose buffer of unsent notifications went over its bound (the stream is then cut off with ResourceExhausted).",
+	})
 	m.openTables = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "setats_tables_open",
 		Help: "Tables whose store is open.",
@@ -107,7 +112,7 @@ func newMetrics() *metrics {
 		Help: "Record batches applied to a store and waiting for their WAL fsync.",
 	})
 	for _, c := range []prometheus.Collector{m.failedTables, m.pendingWrites, m.rowsWritten, m.rowsRead, m.changelogRows, m.writeBatches,
-		m.writeErrors, m.writeLatency, m.openStreams, m.watchStreams, m.openTables, m.endOffset,
+		m.writeErrors, m.writeLatency, m.openStreams, m.watchStreams, m.watchOverflows, m.openTables, m.endOffset,
 		m.startOffset, m.retentionRows, m.natsPublished, m.natsPubErrors, m.natsReconnects} {
 		f(c)
 	}

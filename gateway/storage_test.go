@@ -13,7 +13,9 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 	"github.com/nats-io/nats.go"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
@@ -268,7 +270,9 @@ func TestReadersWaitForFsync(t *testing.T) {
 	if _, err := g.put(desc, r1); err != nil {
 		t.Fatal(err)
 	}
-	stream, err := g.client.DoGet(g.ctx, &flight.Ticket{Ticket: ticket(t, &setatspb.ChangelogTicket{Table: "durable", Follow: true})})
+	ctx, cancel := context.WithCancel(g.ctx)
+	defer cancel()
+	stream, err := g.client.DoGet(ctx, &flight.Ticket{Ticket: ticket(t, &setatspb.ChangelogTicket{Table: "durable", Follow: true})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,8 +280,15 @@ func TestReadersWaitForFsync(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer rdr.Release()
 	followed := make(chan string, 16)
+	// At the end the follow stream is cancelled and its goroutine has left rdr.Next before
+	// rdr.Release: releasing a reader inside Next is a data race (go test -race found it).
+	defer func() {
+		cancel()
+		for range followed {
+		}
+		rdr.Release()
+	}()
 	go func() {
 		for rdr.Next() {
 			for _, r := range stripTime(printChangelog(rdr.RecordBatch())) {
@@ -322,8 +333,19 @@ func TestReadersWaitForFsync(t *testing.T) {
 // buffered up to 4096 messages of up to 1 MiB), and oversized forged messages are dropped.
 func TestWatchSlowWatcherCutOff(t *testing.T) {
 	g := startGateway(t, nil)
+	// A client of its own with fixed 64 KiB HTTP/2 flow-control windows (this also turns off
+	// grpc-go's BDP window growth): the transport then holds at most ~128 KiB of the 3 MiB, so
+	// the rest must wait in the watch's buffer. With the shared client the window could grow to
+	// several MiB and absorb everything: the cut-off then depended on timing (it failed once).
+	slow, err := flight.NewClientWithMiddleware(g.s.FlightAddr(), nil, nil,
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithInitialWindowSize(64<<10), grpc.WithInitialConnWindowSize(64<<10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Close()
 	body, _ := proto.Marshal(&setatspb.WatchRequest{Table: "w"})
-	stream, err := g.client.DoAction(g.ctx, &flight.Action{Type: ActionWatch, Body: body})
+	stream, err := slow.DoAction(g.ctx, &flight.Action{Type: ActionWatch, Body: body})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -356,6 +378,9 @@ func TestWatchSlowWatcherCutOff(t *testing.T) {
 	if err := nc.Flush(); err != nil {
 		t.Fatal(err)
 	}
+	// Read only once the buffer has gone over its bound: a reader draining meanwhile could keep
+	// it under (also a matter of timing).
+	waitFor(t, "the watch buffer to overflow", func() bool { return metricValue(t, g.s, "setats_watch_overflows_total") == 1 })
 	got := 0
 	for {
 		r, err := stream.Recv()
