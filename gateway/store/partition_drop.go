@@ -221,19 +221,10 @@ func (t *Table) countState(prefix []byte) (int64, error) {
 // loadDropped reads the drop records into the buckets (Open): a bucket written again after its
 // drop keeps its metadata, one that was not becomes a placeholder at its dropped end offset.
 func (t *Table) loadDropped() error {
-	it, err := t.db.NewIter(&pebble.IterOptions{LowerBound: []byte{tagDropped}, UpperBound: []byte{tagDropped + 1}})
-	if err != nil {
-		return t.internal(err)
-	}
-	defer it.Close()
-	for it.First(); it.Valid(); it.Next() {
-		id, rest, err := parseBucketPrefix(it.Key()[1:])
-		if err != nil || len(rest) != 0 {
-			return t.internal(errors.New("malformed drop record key"))
-		}
-		end, err := decodeDropped(it.Value())
+	return t.scanBucketRecords(tagDropped, "drop record", func(id BucketID, v []byte) error {
+		end, err := decodeDropped(v)
 		if err != nil {
-			return t.internal(err)
+			return err
 		}
 		b := t.buckets[id]
 		if b == nil {
@@ -241,6 +232,28 @@ func (t *Table) loadDropped() error {
 			t.buckets[id] = b
 		}
 		b.dropped, b.droppedEnd = true, end
+		return nil
+	})
+}
+
+// scanBucketRecords calls fn with the bucket id and value of every record whose key is tag
+// followed by a bucket prefix and nothing else (bucket metadata, drop records), in key order, at
+// Open. Errors: ErrInternal for a key of another shape (what names the record kind), for fn's
+// error (a value that does not decode) and for Pebble's.
+func (t *Table) scanBucketRecords(tag byte, what string, fn func(id BucketID, value []byte) error) error {
+	it, err := t.db.NewIter(&pebble.IterOptions{LowerBound: []byte{tag}, UpperBound: []byte{tag + 1}})
+	if err != nil {
+		return t.internal(err)
+	}
+	defer it.Close()
+	for it.First(); it.Valid(); it.Next() {
+		id, rest, err := parseBucketPrefix(it.Key()[1:])
+		if err != nil || len(rest) != 0 {
+			return t.internal(errors.New("malformed " + what + " key"))
+		}
+		if err := fn(id, it.Value()); err != nil {
+			return t.internal(err)
+		}
 	}
 	return t.internalOrNil(it.Error())
 }

@@ -307,24 +307,16 @@ func (t *Table) load() error {
 				t.tbl.QualifiedName(), t.tbl.Location, got, formatVersion)
 		}
 	}
-	it, err := t.db.NewIter(&pebble.IterOptions{LowerBound: []byte{tagMeta}, UpperBound: []byte{tagMeta + 1}})
-	if err != nil {
-		return t.internal(err)
-	}
-	defer it.Close()
-	for it.First(); it.Valid(); it.Next() {
-		id, rest, err := parseBucketPrefix(it.Key()[1:])
-		if err != nil || len(rest) != 0 {
-			return t.internal(errors.New("malformed bucket metadata key"))
-		}
-		m, err := decodeMeta(it.Value())
+	err = t.scanBucketRecords(tagMeta, "bucket metadata", func(id BucketID, v []byte) error {
+		m, err := decodeMeta(v)
 		if err != nil {
-			return t.internal(err)
+			return err
 		}
 		t.buckets[id] = &bucket{id: id, prefix: bucketPrefix(id), m: m, exists: true}
-	}
-	if err := it.Error(); err != nil {
-		return t.internal(err)
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	if err := t.loadDropped(); err != nil {
 		return err
