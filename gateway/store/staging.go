@@ -200,6 +200,25 @@ func (ss *stageState) split(ckpt int64) (upTo, after []ckptStat) {
 	return ss.ckpts[:i], ss.ckpts[i:]
 }
 
+// forgetCheckpoints removes from ss the checkpoints a commit or an abort finished: those <= ckpt
+// when upTo (committed), else those after ckpt (dropped by a restore). It frees their in-memory
+// batches, forgets the declared columns once nothing is staged, and returns their encoded bytes
+// and rows (the caller reports them with stagingChanged). Called with ss.mu held.
+func (t *Table) forgetCheckpoints(ss *stageState, ckpt int64, upTo bool) (bytes, rows int64) {
+	before, after := ss.split(ckpt)
+	gone, keep := before, after
+	if !upTo {
+		gone, keep = after, before
+	}
+	bytes, rows = sumStats(gone)
+	t.forgetStagedMem(gone)
+	ss.ckpts = slices.Clone(keep)
+	if len(ss.ckpts) == 0 {
+		ss.declared = nil
+	}
+	return bytes, rows
+}
+
 func sumStats(cs []ckptStat) (bytes, rows int64) {
 	for _, c := range cs {
 		bytes += c.bytes
@@ -301,13 +320,7 @@ func (t *Table) AbortStaged(user string, subtask int32, restoredCheckpoint, time
 	if err := batch.Commit(pebble.Sync); err != nil {
 		return AbortResult{}, t.internal(err)
 	}
-	keep, dropped := ss.split(restoredCheckpoint)
-	db, dr := sumStats(dropped)
-	t.forgetStagedMem(dropped)
-	ss.ckpts = slices.Clone(keep)
-	if len(ss.ckpts) == 0 {
-		ss.declared = nil
-	}
+	db, dr := t.forgetCheckpoints(ss, restoredCheckpoint, false)
 	ss.h, ss.exists = h, true
 	t.stagingChanged(-db, -dr)
 	if dr > 0 || h.epoch > 1 {
@@ -569,13 +582,7 @@ func (t *Table) CommitStaged(ctx context.Context, user string, subtask int32, ch
 	}
 	ss.mu.Lock()
 	ss.h.committed, ss.committing = checkpoint, 0
-	upTo, after := ss.split(checkpoint)
-	db, dr := sumStats(upTo)
-	t.forgetStagedMem(upTo)
-	ss.ckpts = slices.Clone(after)
-	if len(ss.ckpts) == 0 {
-		ss.declared = nil
-	}
+	db, dr := t.forgetCheckpoints(ss, checkpoint, true)
 	ss.mu.Unlock()
 	t.stagingChanged(-db, -dr)
 	go p.sync()
