@@ -98,6 +98,8 @@ func serve(args []string, stderr io.Writer) int {
 	signal.Notify(hups, syscall.SIGHUP)
 	defer signal.Stop(hups)
 
+	stopProfile := startCPUProfile(stderr)
+	defer stopProfile()
 	s, err := gateway.NewServer(opts)
 	if err != nil {
 		fmt.Fprintf(stderr, "setats serve: %v\n", err)
