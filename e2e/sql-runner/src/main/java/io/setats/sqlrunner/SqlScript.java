@@ -11,8 +11,9 @@ import java.util.function.Function;
  *
  * <p>Splitting: statements end at a {@code ;} outside string literals ({@code '...'} with {@code ''}
  * as the escaped quote), quoted identifiers ({@code `...`}, {@code "..."}) and comments ({@code --}
- * to the end of the line, {@code /* ... *&#47;}). Comments are dropped; blank statements are
- * skipped. A statement set, either {@code EXECUTE STATEMENT SET BEGIN ...; ...; END;} or the SQL
+ * to the end of the line, {@code /* ... *&#47;}). Comments are dropped, except query hints
+ * ({@code /*+ OPTIONS('startup.mode' = 'earliest') *&#47;}), which stay in the statement verbatim
+ * for Flink's planner; blank statements are skipped. A statement set, either {@code EXECUTE STATEMENT SET BEGIN ...; ...; END;} or the SQL
  * client's {@code BEGIN STATEMENT SET; ...; END;}, becomes one {@link Statement} of kind
  * {@link Kind#STATEMENT_SET} whose {@link Statement#inner} holds the INSERTs.
  *
@@ -144,10 +145,20 @@ public final class SqlScript {
             }
             if (c == '/' && next == '*') {
                 int open = line;
+                boolean hint = i + 2 < n && text.charAt(i + 2) == '+';
+                if (hint && startLine < 0) {
+                    startLine = line;
+                }
+                if (hint) {
+                    cur.append("/*");
+                }
                 i += 2;
                 while (i < n && !(text.charAt(i) == '*' && i + 1 < n && text.charAt(i + 1) == '/')) {
                     if (text.charAt(i) == '\n') {
                         line++;
+                    }
+                    if (hint) {
+                        cur.append(text.charAt(i));
                     }
                     i++;
                 }
@@ -155,7 +166,7 @@ public final class SqlScript {
                     throw new IllegalArgumentException("line " + open + ": unterminated /* comment");
                 }
                 i++; // at '/'
-                cur.append(' ');
+                cur.append(hint ? "*/" : " ");
                 continue;
             }
             if (c == ';') {

@@ -24,7 +24,12 @@ class SqlScriptTest {
                 Arguments.of("/* block; comment */ SELECT `a;b` FROM t;;  ;", List.of("SELECT `a;b` FROM t")),
                 Arguments.of("SELECT \"x;y\"", List.of("SELECT \"x;y\"")),
                 Arguments.of("SELECT '--not a comment';", List.of("SELECT '--not a comment'")),
-                Arguments.of("  \n -- only a comment\n", List.of()));
+                Arguments.of("  \n -- only a comment\n", List.of()),
+                // Query hints are not comments: Flink reads them (the README's per-query OPTIONS).
+                Arguments.of("SELECT * FROM t /*+ OPTIONS('startup.mode' = 'earliest') */; -- streaming\n",
+                        List.of("SELECT * FROM t /*+ OPTIONS('startup.mode' = 'earliest') */")),
+                Arguments.of("INSERT INTO s SELECT * FROM t /*+ OPTIONS('a' = 'x;y',\n 'b' = '1') */;",
+                        List.of("INSERT INTO s SELECT * FROM t /*+ OPTIONS('a' = 'x;y',\n 'b' = '1') */")));
     }
 
     @ParameterizedTest
