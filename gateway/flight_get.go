@@ -167,7 +167,12 @@ func (f *flightService) DoGet(tkt *flight.Ticket, stream flight.FlightService_Do
 	defer s.metrics.openStreams.Dec()
 	rowsRead := s.metrics.readCounters(ot.label)
 	var kinds [4]int
-	var buf []store.Entry
+	// Rows come as their stored values and are decoded straight into the Arrow builders
+	// (store.Table.ReadEncoded, row.ChangelogBuilder.AppendEncoded); only a max_key filter
+	// decodes them into rows (for their keys).
+	var buf []store.EncodedEntry
+	var arena []byte
+	var keyDec rowcodec.ValueDecoder
 	authChanged := s.auth.Changed() // a users file change: check the grant again
 	sent := false
 	// send writes the rows appended to bld as one record batch.
@@ -206,7 +211,7 @@ func (f *flightService) DoGet(tkt *flight.Ticket, stream flight.FlightService_Do
 		var wait <-chan struct{}
 		err := ot.use(s, func(st *storeTable) error {
 			var err error
-			buf, err = st.Read(id, next, limit, buf[:0])
+			buf, arena, err = st.ReadEncoded(id, next, limit, buf[:0], arena)
 			if errors.Is(err, store.ErrPartitionDropped) {
 				droppedEnd, _ = st.PartitionDropped(id, next)
 				return nil
@@ -238,17 +243,28 @@ func (f *flightService) DoGet(tkt *flight.Ticket, stream flight.FlightService_Do
 					skipBeforeMs = -1 // commit times are non-decreasing per bucket
 				}
 				if len(maxKey) > 0 {
-					keyBuf = rowcodec.AppendKey(keyBuf[:0], ot.tbl, e.Row)
+					keyDec.Table = ot.tbl
+					r, err := keyDec.Decode(e.Value)
+					if err != nil {
+						return status.Errorf(codes.Internal, "%s: changelog row at offset %d: %v", where, e.Offset, err)
+					}
+					keyBuf = rowcodec.AppendKey(keyBuf[:0], ot.tbl, r)
 					if bytes.Compare(keyBuf, maxKey) > 0 {
 						continue
 					}
 				}
-				if bld.Len() > 0 && bld.Bytes()+row.RowBytes(e.Row) > maxBytes {
-					if err := send(); err != nil {
+				if bld.Len() > 0 {
+					n, err := bld.EncodedRowBytes(e.Value)
+					if err != nil {
 						return err
 					}
+					if bld.Bytes()+n > maxBytes {
+						if err := send(); err != nil {
+							return err
+						}
+					}
 				}
-				if err := bld.Append(e.Kind, e.Offset, e.CommitMs, e.Row); err != nil {
+				if err := bld.AppendEncoded(e.Kind, e.Offset, e.CommitMs, e.Value); err != nil {
 					return err
 				}
 				kinds[e.Kind&3]++

@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/setats/setats/catalog"
+	"github.com/setats/setats/gateway/rowcodec"
 	"github.com/setats/setats/merge"
 )
 
@@ -60,6 +61,12 @@ type ChangelogBuilder struct {
 	commit *array.TimestampBuilder
 	cols   []func(v any) bool // appends one non-null value; false when its Go type does not fit
 	bytes  int                // Arrow buffer bytes appended since the last NewRecordBatch, about
+	// enc decodes stored values straight into the column builders (AppendEncoded); nil when the
+	// schema's column types are not the table's (encErr says why): AppendEncoded then decodes
+	// into a row with dec and appends it.
+	enc    *rowcodec.ArrowAppender
+	encErr error
+	dec    rowcodec.ValueDecoder
 }
 
 // NewChangelogBuilder returns a builder for schema, which must be ChangelogSchema(tbl, ...).
@@ -74,9 +81,13 @@ func NewChangelogBuilder(mem memory.Allocator, tbl *catalog.Table, schema *arrow
 		commit: rb.Field(2).(*array.TimestampBuilder),
 		cols:   make([]func(any) bool, len(tbl.Columns)),
 	}
+	out := make([]array.Builder, len(tbl.Columns))
 	for c := range tbl.Columns {
 		b.cols[c] = valueAppender(rb.Field(3 + c))
+		out[c] = rb.Field(3 + c)
 	}
+	b.enc, b.encErr = rowcodec.NewArrowAppender(tbl, out)
+	b.dec.Table = tbl
 	return b
 }
 
@@ -144,6 +155,48 @@ func (b *ChangelogBuilder) Append(kind merge.RowKind, offset, commitMs int64, r 
 				fmt.Errorf("value of Go type %T does not fit type %s", v, b.tbl.Columns[c].Type))
 		}
 	}
+	return nil
+}
+
+// EncodedRowBytes returns RowBytes of the row whose stored value (rowcodec.EncodeValue of the
+// full row) is val, without decoding it into a row: what AppendEncoded will add to Bytes. A
+// malformed value is ErrInternal.
+func (b *ChangelogBuilder) EncodedRowBytes(val []byte) (int, error) {
+	if b.enc == nil {
+		r, err := b.dec.Decode(val)
+		if err != nil {
+			return 0, errorf(ErrInternal, "table %s: changelog row: %v", b.tbl.QualifiedName(), err)
+		}
+		return RowBytes(r), nil
+	}
+	n, err := b.enc.Size(val)
+	if err != nil {
+		return 0, errorf(ErrInternal, "table %s: changelog row: %v", b.tbl.QualifiedName(), err)
+	}
+	return 17 + n, nil
+}
+
+// AppendEncoded adds one changelog row like Append, given as its stored value (rowcodec.EncodeValue
+// of the full row, as store.Table.ReadEncoded returns it), decoded straight into the column
+// builders: no merge.Row, no boxed values, no copy of strings other than the one into the
+// batch's buffers. val may be reused after the call. A malformed value is ErrInternal; the
+// builder is then unusable (Release it).
+func (b *ChangelogBuilder) AppendEncoded(kind merge.RowKind, offset, commitMs int64, val []byte) error {
+	if b.enc == nil {
+		r, err := b.dec.Decode(val)
+		if err != nil {
+			return errorf(ErrInternal, "table %s: changelog row at offset %d: %v", b.tbl.QualifiedName(), offset, err)
+		}
+		return b.Append(kind, offset, commitMs, r)
+	}
+	b.kind.Append(int8(kind))
+	b.offset.Append(offset)
+	b.commit.Append(arrow.Timestamp(commitMs))
+	n, err := b.enc.Append(val)
+	if err != nil {
+		return errorf(ErrInternal, "table %s: changelog row at offset %d: %v", b.tbl.QualifiedName(), offset, err)
+	}
+	b.bytes += 17 + n
 	return nil
 }
 

@@ -4,11 +4,9 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/setats/setats/gateway/internal/rowtest"
 	"github.com/setats/setats/gateway/rowcodec"
-	"github.com/setats/setats/merge"
 )
 
 // TestSnapshotBuilderAppendEncoded checks that decoding stored values straight into the Arrow
@@ -17,21 +15,8 @@ import (
 // before columns were added, and projections.
 func TestSnapshotBuilderAppendEncoded(t *testing.T) {
 	tbl := rowtest.AllTypes()
-	nulls, extremes := rowtest.NullsRow(), rowtest.ExtremesRow()
-	neg := rowtest.FullRow(3, "neg")
-	neg[8] = decimal128.GetMaxValue(38).Negate()
-	short := *tbl
-	short.Columns = tbl.Columns[:3]
-	rows := []merge.Row{rowtest.FullRow(1, "a"), nulls, extremes, neg}
-	vals := make([][]byte, 0, len(rows)+1)
-	for _, r := range rows {
-		vals = append(vals, rowcodec.EncodeValue(tbl, r))
-	}
-	// A value written when the table had three columns: the others read as null.
-	vals = append(vals, rowcodec.EncodeValue(&short, merge.Row{int32(4), "old", true}))
-	old := make(merge.Row, len(tbl.Columns))
-	old[0], old[1], old[2] = int32(4), "old", true
-	rows = append(rows, old)
+	rows, vals := encodedTestRows(tbl)
+	old := rows[len(rows)-1]
 
 	for _, tc := range []struct {
 		name string

@@ -43,7 +43,16 @@ func NewArrowAppender(tbl *catalog.Table, out []array.Builder) (*ArrowAppender, 
 // Arrow buffers the appended values take: 8 per value (16 for a DECIMAL) plus the length of
 // string and byte values. A malformed b is an error; some builders may then hold one value more
 // than others (the builders are unusable).
-func (a *ArrowAppender) Append(b []byte) (int, error) {
+func (a *ArrowAppender) Append(b []byte) (int, error) { return a.decode(b, true) }
+
+// Size returns what Append would return for b without appending anything: the Arrow size
+// estimate of the value (so that a caller can bound a record batch before appending to it). A
+// malformed b is an error.
+func (a *ArrowAppender) Size(b []byte) (int, error) { return a.decode(b, false) }
+
+// decode walks the value b, appending to the builders when emit is set, and returns its Arrow
+// size estimate.
+func (a *ArrowAppender) decode(b []byte, emit bool) (int, error) {
 	stored, k := binary.Uvarint(b)
 	if k <= 0 || stored > 1<<20 {
 		return 0, errCorrupt
@@ -60,10 +69,15 @@ func (a *ArrowAppender) Append(b []byte) (int, error) {
 	for c, out := range a.out {
 		if c >= n || bm[c/8]&(1<<(c%8)) != 0 {
 			if out != nil {
-				out.AppendNull()
+				if emit {
+					out.AppendNull()
+				}
 				size += 8
 			}
 			continue
+		}
+		if !emit {
+			out = nil
 		}
 		var err error
 		var sz int

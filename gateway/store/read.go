@@ -41,19 +41,73 @@ func (t *Table) removedError(id BucketID, from int64, m meta) error {
 // ErrClosed when the table is closed, ErrInternal for storage errors.
 func (t *Table) Read(id BucketID, from int64, maxRows int, dst []Entry) ([]Entry, error) {
 	dst = dst[:0]
+	dec := rowcodec.ValueDecoder{Table: t.tbl}
+	discard, err := t.readRows(id, from, maxRows, func(off int64, kind merge.RowKind, commitMs int64, val []byte) error {
+		r, err := dec.Decode(val)
+		if err != nil {
+			return err
+		}
+		dst = append(dst, Entry{Offset: off, Kind: kind, CommitMs: commitMs, Row: r})
+		return nil
+	})
+	if discard {
+		dst = dst[:0]
+	}
+	return dst, err
+}
+
+// EncodedEntry is one changelog row as ReadEncoded returns it: its offset, RowKind, commit time
+// (ms) and the stored value of the full row (rowcodec.EncodeValue; row.ChangelogBuilder's
+// AppendEncoded decodes it straight into Arrow builders).
+type EncodedEntry struct {
+	Offset   int64
+	Kind     merge.RowKind
+	CommitMs int64
+	Value    []byte
+}
+
+// ReadEncoded is Read without decoding the rows: it appends to dst[:0] the same rows as
+// EncodedEntry values whose Value bytes are copied into arena[:0] (grown as needed; both are
+// returned for reuse by the next call, which overwrites them). Errors as Read's.
+func (t *Table) ReadEncoded(id BucketID, from int64, maxRows int, dst []EncodedEntry, arena []byte) ([]EncodedEntry, []byte, error) {
+	dst, arena = dst[:0], arena[:0]
+	discard, err := t.readRows(id, from, maxRows, func(off int64, kind merge.RowKind, commitMs int64, val []byte) error {
+		if cap(arena)-len(arena) < len(val) {
+			// A new block: the values already appended keep pointing into the old one.
+			arena = make([]byte, 0, max(2*cap(arena), len(val), 64<<10))
+		}
+		at := len(arena)
+		arena = append(arena, val...)
+		dst = append(dst, EncodedEntry{Offset: off, Kind: kind, CommitMs: commitMs, Value: arena[at:len(arena):len(arena)]})
+		return nil
+	})
+	if discard {
+		dst = dst[:0]
+	}
+	return dst, arena, err
+}
+
+// rowEmitter receives one changelog row of a read; val is valid only during the call. An error
+// stops the read (it is returned as ErrInternal: a value that does not decode).
+type rowEmitter func(off int64, kind merge.RowKind, commitMs int64, val []byte) error
+
+// readRows calls emit with the changelog rows Read returns, in offset order. discard reports
+// that the rows emitted so far are not a result (the error says why: a partition dropped or
+// rows removed by retention during the read); Read then returns none of them.
+func (t *Table) readRows(id BucketID, from int64, maxRows int, emit rowEmitter) (discard bool, err error) {
 	if err := t.begin(); err != nil {
-		return dst, err
+		return false, err
 	}
 	defer t.end()
 	m, prefix, tail, droppedEnd, dropped := t.readView(id, from)
 	if dropped {
-		return dst, t.droppedError(id, from, droppedEnd)
+		return false, t.droppedError(id, from, droppedEnd)
 	}
 	if from < m.start {
-		return dst, t.removedError(id, from, m)
+		return false, t.removedError(id, from, m)
 	}
 	if from > m.end {
-		return dst, errorf(ErrOutOfRange, "table %s partition %q bucket %d: offset %d is beyond the end offset %d",
+		return false, errorf(ErrOutOfRange, "table %s partition %q bucket %d: offset %d is beyond the end offset %d",
 			t.tbl.QualifiedName(), id.Partition, id.Bucket, from, m.end)
 	}
 	upto := m.end
@@ -61,9 +115,8 @@ func (t *Table) Read(id BucketID, from int64, maxRows int, dst []Entry) ([]Entry
 		upto = from + int64(maxRows)
 	}
 	if from == upto {
-		return dst, nil
+		return false, nil
 	}
-	dec := rowcodec.ValueDecoder{Table: t.tbl}
 	want := from
 	if tail != nil {
 		// The newest rows, from memory (tail.go): contiguous from the chunk holding from.
@@ -72,75 +125,73 @@ func (t *Table) Read(id BucketID, from int64, maxRows int, dst []Entry) ([]Entry
 				break
 			}
 			var err error
-			if dst, want, err = appendChunkRows(dst, c, want, upto, &dec); err != nil {
-				return dst, t.internal(err)
+			if want, err = emitChunkRows(c, want, upto, emit); err != nil {
+				return false, t.internal(err)
 			}
 		}
 		if want != upto {
-			return dst, t.internal(errors.New("changelog tail does not reach the end offset"))
+			return false, t.internal(errors.New("changelog tail does not reach the end offset"))
 		}
-		return dst, nil
+		return false, nil
 	}
 	it, err := t.db.NewIter(&pebble.IterOptions{
 		LowerBound: appendChangelogKey(nil, prefix, 0),
 		UpperBound: appendChangelogKey(nil, prefix, upto),
 	})
 	if err != nil {
-		return dst, t.internal(err)
+		return false, t.internal(err)
 	}
 	defer it.Close()
 	// The chunk holding from is the last one starting at or before it.
 	for ok := it.SeekLT(appendChangelogKey(nil, prefix, from+1)); ok && want < upto; ok = it.Next() {
 		v, err := it.ValueAndErr()
 		if err != nil {
-			return dst, t.internal(err)
+			return false, t.internal(err)
 		}
 		c, err := parseChunk(it.Key(), v)
 		if err != nil {
-			return dst, t.internal(err)
+			return false, t.internal(err)
 		}
 		if c.first > want || c.end() <= want {
 			break // retention removed rows after we read the metadata
 		}
-		if dst, want, err = appendChunkRows(dst, c, want, upto, &dec); err != nil {
-			return dst, t.internal(err)
+		if want, err = emitChunkRows(c, want, upto, emit); err != nil {
+			return false, t.internal(err)
 		}
 	}
 	if err := it.Error(); err != nil {
-		return dst, t.internal(err)
+		return false, t.internal(err)
 	}
 	if want != upto {
 		if end, ok := t.PartitionDropped(id, want); ok {
-			return dst[:0], t.droppedError(id, want, end)
+			return true, t.droppedError(id, want, end)
 		}
 		m, _ := t.published(id)
 		if want < m.start {
-			return dst[:0], t.removedError(id, want, m)
+			return true, t.removedError(id, want, m)
 		}
-		return dst, t.internal(errors.New("changelog rows missing below the end offset"))
+		return false, t.internal(errors.New("changelog rows missing below the end offset"))
 	}
-	return dst, nil
+	return false, nil
 }
 
-// appendChunkRows appends the rows of c with offsets in [want, upto) to dst, decoded with dec,
-// and returns dst and the offset after the last row appended. want must lie in c.
-func appendChunkRows(dst []Entry, c chunk, want, upto int64, dec *rowcodec.ValueDecoder) ([]Entry, int64, error) {
+// emitChunkRows calls emit with the rows of c with offsets in [want, upto) and returns the
+// offset after the last row emitted. want must lie in c.
+func emitChunkRows(c chunk, want, upto int64, emit rowEmitter) (int64, error) {
 	for off := c.first; off < c.end() && want < upto; off++ {
 		kind, val, err := c.next()
 		if err != nil {
-			return dst, want, err
+			return want, err
 		}
 		if off < want {
 			continue
 		}
-		r, err := dec.Decode(val)
-		if err != nil {
-			return dst, want, err
+		if err := emit(off, kind, c.commitMs, val); err != nil {
+			return want, err
 		}
-		dst = append(dst, Entry{Offset: off, Kind: kind, CommitMs: c.commitMs, Row: r})
 		want++
 	}
-	return dst, want, nil
+	return want, nil
 }
 
 // OffsetForTimestamp resolves a commit time to an offset of bucket id (SPEC section 5): the
