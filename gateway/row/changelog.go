@@ -67,6 +67,10 @@ type ChangelogBuilder struct {
 	enc    *rowcodec.ArrowAppender
 	encErr error
 	dec    rowcodec.ValueDecoder
+	// The string and binary column builders and their data bytes in the last record batch:
+	// NewRecordBatch reserves that much for the next one (no buffer regrowth per batch).
+	varWidth []*array.BinaryBuilder
+	varBytes []int
 }
 
 // NewChangelogBuilder returns a builder for schema, which must be ChangelogSchema(tbl, ...).
@@ -85,7 +89,14 @@ func NewChangelogBuilder(mem memory.Allocator, tbl *catalog.Table, schema *arrow
 	for c := range tbl.Columns {
 		b.cols[c] = valueAppender(rb.Field(3 + c))
 		out[c] = rb.Field(3 + c)
+		switch vb := rb.Field(3 + c).(type) {
+		case *array.StringBuilder:
+			b.varWidth = append(b.varWidth, vb.BinaryBuilder)
+		case *array.BinaryBuilder:
+			b.varWidth = append(b.varWidth, vb)
+		}
 	}
+	b.varBytes = make([]int, len(b.varWidth))
 	b.enc, b.encErr = rowcodec.NewArrowAppender(tbl, out)
 	b.dec.Table = tbl
 	return b
@@ -226,10 +237,22 @@ func RowBytes(r merge.Row) int {
 }
 
 // NewRecordBatch returns the rows appended so far as a record batch (the caller releases it) and
-// resets the builder for the next batch.
+// resets the builder for the next batch, reserving room for as many rows and string bytes as
+// this one had (a stream's batches are mostly alike; memory per builder stays one batch).
 func (b *ChangelogBuilder) NewRecordBatch() arrow.RecordBatch {
 	b.bytes = 0
-	return b.rb.NewRecordBatch()
+	rows := b.Len()
+	for i, vb := range b.varWidth {
+		b.varBytes[i] = vb.DataLen()
+	}
+	rec := b.rb.NewRecordBatch()
+	if rows > 0 {
+		b.rb.Reserve(rows)
+		for i, vb := range b.varWidth {
+			vb.ReserveData(b.varBytes[i])
+		}
+	}
+	return rec
 }
 
 // Release frees the builder's memory.
