@@ -29,7 +29,7 @@ import java.util.stream.Collectors;
  * <p>Environment: {@code BENCH_ROWS} (distinct keys, default 1000000; 20% more rows update keys),
  * {@code BENCH_RUNS} (3), {@code BENCH_FRESH_SECONDS} (60), {@code BENCH_FRESH_RATE} (10000 rows/s),
  * {@code BENCH_DIR} (work dir, default a new one under java.io.tmpdir), {@code BENCH_OUT} (JSON
- * path), {@code BENCH_READ_SHAPE} ({@code chained-reuse} (default), {@code chained} or {@code
+ * path), {@code BENCH_READ_SHAPE} ({@code rowdata} (default), {@code chained-reuse}, {@code chained} or {@code
  * single}, or a list of them: the reader jobs' collector, see {@link SystemRun}), {@code BENCH_JVM_OPTS} (extra options of the system JVMs,
  * space-separated, e.g. a JFR recording). System properties (set by the Makefile): {@code bench.gateway} (bin/setats), {@code
  * bench.loadgen} (bin/setats-loadgen), {@code bench.connector} (the shaded jar), {@code
@@ -48,7 +48,7 @@ public final class BenchFlink {
     private final int runs = (int) envLong("BENCH_RUNS", 3);
     private final long freshSeconds = envLong("BENCH_FRESH_SECONDS", 60);
     private final long freshRate = envLong("BENCH_FRESH_RATE", 10_000);
-    private final String readShape = envString("BENCH_READ_SHAPE", "chained-reuse");
+    private final String readShape = envString("BENCH_READ_SHAPE", "rowdata");
     private final String jvmOpts = envString("BENCH_JVM_OPTS", "");
     private final Path dir;
     private final ObjectMapper json = new ObjectMapper();

@@ -30,7 +30,7 @@ public final class Collector extends RichSinkFunction<Row> {
     /** What the collector of the running reader job does. */
     public static final class State {
         /** One fold per collector subtask (null when recording freshness). */
-        final Fold[] folds;
+        final ChangelogFold[] folds;
         final AtomicLong mismatches;
         final Percentiles latency;
         /** Write time -> the gateway's commit time, and commit time -> arrival (Setats only). */
@@ -42,7 +42,7 @@ public final class Collector extends RichSinkFunction<Row> {
         final AtomicLong firstNanos = new AtomicLong();
         final AtomicLong doneNanos = new AtomicLong();
 
-        State(Fold[] folds, AtomicLong mismatches, Percentiles latency, String freshPrefix, long freshFrom) {
+        State(ChangelogFold[] folds, AtomicLong mismatches, Percentiles latency, String freshPrefix, long freshFrom) {
             this.folds = folds;
             this.mismatches = mismatches;
             this.latency = latency;
@@ -72,17 +72,17 @@ public final class Collector extends RichSinkFunction<Row> {
 
         /** -U/-D rows of keys a fold did not hold, over all subtasks. */
         long retractOfAbsent() {
-            return sum(Fold::retractOfAbsent);
+            return sum(ChangelogFold::retractOfAbsent);
         }
 
         /** Changelog rows the folds applied, over all subtasks. */
         long applied() {
-            return sum(Fold::applied);
+            return sum(ChangelogFold::applied);
         }
 
-        private long sum(ToLongFunction<Fold> f) {
+        private long sum(ToLongFunction<ChangelogFold> f) {
             long n = 0;
-            for (Fold fold : folds) {
+            for (ChangelogFold fold : folds) {
                 synchronized (fold) {
                     n += f.applyAsLong(fold);
                 }
@@ -93,6 +93,28 @@ public final class Collector extends RichSinkFunction<Row> {
         /** The union of the subtasks' folds; throws if a key reached two subtasks. */
         Map<String, String> merged() {
             return Fold.merge(Arrays.asList(folds));
+        }
+
+        /** Notes a row's arrival at a collector subtask (the first one starts the clock). */
+        void arrived() {
+            if (rows.getAndIncrement() == 0) {
+                firstNanos.compareAndSet(0, System.nanoTime());
+            }
+        }
+
+        /** Notes the time when the folds first equal the expected table. */
+        void checkDone() {
+            if (mismatches.get() == 0) {
+                doneNanos.compareAndSet(0, System.nanoTime());
+            }
+        }
+
+        /** The fold of collector subtask {@code i}. */
+        ChangelogFold fold(int i) {
+            if (i >= folds.length) {
+                throw new IllegalStateException("collector subtask " + i + " of a fold for " + folds.length + " subtasks");
+            }
+            return folds[i];
         }
     }
 
@@ -116,6 +138,25 @@ public final class Collector extends RichSinkFunction<Row> {
     }
 
     /**
+     * Starts folding {@code w}'s changelog as {@code RowData} ({@link DenseFold}, for {@link
+     * RowDataCollector}) with {@code subtasks} collector subtasks.
+     */
+    static State denseFold(Workload w, int subtasks) {
+        AtomicLong mismatches = new AtomicLong(w.keys());
+        DenseFold[] folds = new DenseFold[subtasks];
+        for (int i = 0; i < subtasks; i++) {
+            folds[i] = new DenseFold(w, mismatches);
+        }
+        state = new State(folds, mismatches, null, null, 0);
+        return state;
+    }
+
+    /** The state of the running reader job. */
+    static State current() {
+        return state;
+    }
+
+    /**
      * Starts recording latencies of +I/+U rows whose id is {@code prefix + i} with {@code i >=
      * from} (the rows after the writer's warm-up).
      */
@@ -128,27 +169,19 @@ public final class Collector extends RichSinkFunction<Row> {
     public void open(Configuration parameters) {
         mine = state;
         if (mine.folds != null) {
-            int i = getRuntimeContext().getTaskInfo().getIndexOfThisSubtask();
-            if (i >= mine.folds.length) {
-                throw new IllegalStateException("collector subtask " + i + " of a fold for " + mine.folds.length + " subtasks");
-            }
-            fold = mine.folds[i];
+            fold = (Fold) mine.fold(getRuntimeContext().getTaskInfo().getIndexOfThisSubtask());
         }
     }
 
     @Override
     public void invoke(Row r, Context ctx) {
         State s = mine;
-        if (s.rows.getAndIncrement() == 0) {
-            s.firstNanos.compareAndSet(0, System.nanoTime());
-        }
+        s.arrived();
         if (fold != null) {
             synchronized (fold) {
                 fold.apply(r.getKind(), Workload.key(r.getField(0), r.getField(1)), Workload.value(r.getField(2), r.getField(3)));
             }
-            if (s.mismatches.get() == 0) {
-                s.doneNanos.compareAndSet(0, System.nanoTime());
-            }
+            s.checkDone();
         } else if (r.getKind() == RowKind.INSERT || r.getKind() == RowKind.UPDATE_AFTER) {
             long now = System.currentTimeMillis();
             String id = (String) r.getField(0);

@@ -16,7 +16,7 @@ import java.util.function.Function;
  * split in one subtask) may share one mismatch counter ({@link #Fold(Function, AtomicLong)}), which
  * then counts the keys of the whole table that differ.
  */
-public final class Fold {
+public final class Fold implements ChangelogFold {
     private final Map<String, String> rows = new HashMap<>();
     private final Function<String, String> expected;
     private final AtomicLong mismatches;
@@ -78,16 +78,19 @@ public final class Fold {
     }
 
     /** Changelog rows applied. */
+    @Override
     public long applied() {
         return applied;
     }
 
     /** -U/-D rows of a key the fold did not hold (a changelog that is not a valid fold). */
+    @Override
     public long retractOfAbsent() {
         return retractOfAbsent;
     }
 
     /** The folded table (key to value). */
+    @Override
     public Map<String, String> rows() {
         return rows;
     }
@@ -99,12 +102,12 @@ public final class Fold {
      * @throws IllegalStateException naming a key that two folds hold (a key read by two subtasks:
      *     the folds, and their shared mismatch count, are then not the table's)
      */
-    public static Map<String, String> merge(Iterable<Fold> folds) {
+    public static Map<String, String> merge(Iterable<? extends ChangelogFold> folds) {
         Map<String, String> all = new HashMap<>();
         int i = 0;
-        for (Fold f : folds) {
+        for (ChangelogFold f : folds) {
             synchronized (f) {
-                for (Map.Entry<String, String> e : f.rows.entrySet()) {
+                for (Map.Entry<String, String> e : f.rows().entrySet()) {
                     if (all.put(e.getKey(), e.getValue()) != null) {
                         throw new IllegalStateException("FOLD MISMATCH: key " + e.getKey() + " reached two collector subtasks (the second is fold " + i + ")");
                     }

@@ -110,8 +110,10 @@ public final class SystemRun {
             checkTable(table, fold);
         }
         ArrayNode fresh = out.putArray("freshness");
-        for (String c : arg("fresh-checkpoints").split(",")) {
-            fresh.add(freshness(table, Long.parseLong(c.trim())));
+        if (phases.contains("freshness")) {
+            for (String c : arg("fresh-checkpoints").split(",")) {
+                fresh.add(freshness(table, Long.parseLong(c.trim())));
+            }
         }
         out.put("jvm_cpu_s", jvmCpuSeconds() - jvm0);
         out.put("gateway_cpu_s", gatewayCpuSeconds() - gw0);
@@ -263,7 +265,7 @@ public final class SystemRun {
     private Map<String, String> read(String table, String shape) throws Exception {
         Env e = tableEnv(INGEST_CHECKPOINT_MS);
         StreamTableEnvironment t = e.t;
-        Collector.State st = collect(e, t.toChangelogStream(t.sqlQuery(cdcQuery(t, table, "earliest"))), "read", shape);
+        Collector.State st = collect(e, cdcQuery(t, table, "earliest"), "read", shape);
         Cpu cpu = new Cpu();
         long start = System.nanoTime();
         JobClient job = e.env.executeAsync("read " + arg("system"));
@@ -294,8 +296,12 @@ public final class SystemRun {
 
     /**
      * The reader jobs' shapes ({@code --read-shape}, a comma-separated list: the read phase runs
-     * once per entry, the table check and freshness use the last): {@code chained-reuse} (default)
-     * is {@code chained} with object reuse on in the reader job, so Flink does not copy each row
+     * once per entry, the table check and freshness use the last): {@code rowdata} (default) is
+     * the query inserted into a {@code 'bench-fold'} table sink ({@link FoldSinkFactory}) that
+     * folds the planner's {@code RowData} itself ({@link DenseFold}: no conversion to {@code Row},
+     * no strings per row), chained to the source at its parallelism with object reuse (the
+     * freshness reader keeps the {@code Row} collector of {@code chained-reuse});
+     * {@code chained-reuse} is {@code chained} with object reuse on in the reader job, so Flink does not copy each row
      * between the chained operators (the source, the table-to-DataStream conversion, the
      * collector; both systems' sources hand each row over once); {@code chained} runs one
      * collector per source subtask, chained to it (forward edge, each subtask folds the keys of its
@@ -303,18 +309,18 @@ public final class SystemRun {
      * subtask, for both systems), so the figure measures the source; {@code single} is the shape of
      * earlier runs, one collector subtask behind a network edge from both source subtasks.
      */
-    private static final java.util.List<String> SHAPES = Arrays.asList("single", "chained", "chained-reuse");
+    private static final java.util.List<String> SHAPES = Arrays.asList("single", "chained", "chained-reuse", "rowdata");
 
-    /** Collector subtasks of a reader job of {@code shape}; object reuse on for {@code chained-reuse}. */
+    /** Collector subtasks of a reader job of {@code shape}; object reuse on for {@code chained-reuse} and {@code rowdata}. */
     private static int collectorSubtasks(Env e, String shape) {
-        if (shape.equals("chained-reuse")) {
+        if (shape.equals("chained-reuse") || shape.equals("rowdata")) {
             e.env.getConfig().enableObjectReuse();
         }
         return shape.equals("single") ? 1 : PARALLELISM;
     }
 
     private String[] readShapes() {
-        String[] shapes = args.getOrDefault("read-shape", "chained-reuse").split(",");
+        String[] shapes = args.getOrDefault("read-shape", "rowdata").split(",");
         for (int i = 0; i < shapes.length; i++) {
             shapes[i] = shapes[i].trim();
             if (!SHAPES.contains(shapes[i])) {
@@ -331,13 +337,22 @@ public final class SystemRun {
     }
 
     /**
-     * Adds the folding collector behind {@code changelog} in {@code shape} and records the job's
-     * shape (vertices after chaining) under {@code phase}.
+     * Adds the folding collector behind the changelog of {@code query} in {@code shape} and
+     * records the job's shape (vertices after chaining) under {@code phase}.
      */
-    private Collector.State collect(Env e, org.apache.flink.streaming.api.datastream.DataStream<Row> changelog, String phase, String shape) {
+    private Collector.State collect(Env e, String query, String phase, String shape) {
         int subtasks = collectorSubtasks(e, shape);
-        Collector.State st = Collector.fold(workload::expected, workload.keys(), subtasks);
-        changelog.addSink(new Collector()).setParallelism(subtasks).name("fold");
+        Collector.State st;
+        if (shape.equals("rowdata")) {
+            st = Collector.denseFold(workload, subtasks);
+            String sink = "fold_" + phase;
+            e.t.executeSql("CREATE TEMPORARY TABLE " + sink + " (id STRING, dt STRING, name STRING, address STRING) WITH ("
+                    + "'connector' = '" + FoldSinkFactory.IDENTIFIER + "', 'sink.parallelism' = '" + subtasks + "')");
+            e.t.createStatementSet().addInsertSql("INSERT INTO " + sink + " " + query).attachAsDataStream();
+        } else {
+            st = Collector.fold(workload::expected, workload.keys(), subtasks);
+            e.t.toChangelogStream(e.t.sqlQuery(query)).addSink(new Collector()).setParallelism(subtasks).name("fold");
+        }
         int vertices = e.env.getStreamGraph(false).getJobGraph().getNumberOfVertices();
         out.put(phase + "_shape", shape);
         out.put(phase + "_job_vertices", vertices);
@@ -381,7 +396,7 @@ public final class SystemRun {
             // The merged rows at one consistent view (SPEC section 9), as +I, then the (empty) rest.
             Env e = tableEnv(INGEST_CHECKPOINT_MS);
             StreamTableEnvironment t = e.t;
-            Collector.State st = collect(e, t.toChangelogStream(t.sqlQuery(cdcQuery(t, table, "initial"))), "table", readShape());
+            Collector.State st = collect(e, cdcQuery(t, table, "initial"), "table", readShape());
             JobClient job = e.env.executeAsync("table " + arg("system"));
             try {
                 awaitFold(job, st, System.nanoTime());

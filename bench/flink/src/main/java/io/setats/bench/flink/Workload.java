@@ -113,11 +113,64 @@ public final class Workload implements Serializable {
         return name + "|" + address;
     }
 
+    /**
+     * Writes the final value of key {@code k} ({@link #expected(long)}, {@code name|address}, ASCII)
+     * into {@code buf} (at least {@link #MAX_VALUE_BYTES} long) without allocating; returns its
+     * length in bytes. Requires {@code 0 <= k < keys()}.
+     */
+    public int expectedValueBytes(long k, byte[] buf) {
+        int v = updated(k) ? 1 : 0;
+        buf[0] = (byte) (v == 0 ? 'n' : 'u');
+        int n = 1 + writeBase36(nameNumber(k, v), buf, 1);
+        buf[n++] = '|';
+        for (int i = 0; i < ADDR.length; i++) {
+            buf[n++] = ADDR[i];
+        }
+        return n + writeHex(addressNumber(k, v), buf, n);
+    }
+
+    /** Upper bound of {@link #expectedValueBytes}'s length: n + 13 base-36 digits + | + addr- + 16 hex. */
+    public static final int MAX_VALUE_BYTES = 1 + 13 + 1 + 5 + 16;
+
+    private static final byte[] ADDR = {'a', 'd', 'd', 'r', '-'};
+    private static final byte[] DIGITS = "0123456789abcdefghijklmnopqrstuvwxyz".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+
+    /** Long.toString(x, 36) of {@code x >= 0} into buf at off; returns the digits written. */
+    private static int writeBase36(long x, byte[] buf, int off) {
+        int len = 1;
+        for (long t = x / 36; t > 0; t /= 36) {
+            len++;
+        }
+        for (int i = off + len - 1; i >= off; i--) {
+            buf[i] = DIGITS[(int) (x % 36)];
+            x /= 36;
+        }
+        return len;
+    }
+
+    /** Long.toHexString(x) (unsigned) into buf at off; returns the digits written. */
+    private static int writeHex(long x, byte[] buf, int off) {
+        int len = Math.max(1, (64 - Long.numberOfLeadingZeros(x) + 3) / 4);
+        for (int i = off + len - 1; i >= off; i--) {
+            buf[i] = DIGITS[(int) (x & 15)];
+            x >>>= 4;
+        }
+        return len;
+    }
+
+    private static long nameNumber(long k, int version) {
+        return (k * 31 + version) % 99991 + 10000;
+    }
+
+    private static long addressNumber(long k, int version) {
+        return (k + version * 7) * 0x9E3779B97F4A7C15L;
+    }
+
     private static String name(long k, int version) {
-        return (version == 0 ? "n" : "u") + Long.toString((k * 31 + version) % 99991 + 10000, 36);
+        return (version == 0 ? "n" : "u") + Long.toString(nameNumber(k, version), 36);
     }
 
     private static String address(long k, int version) {
-        return "addr-" + Long.toHexString((k + version * 7) * 0x9E3779B97F4A7C15L);
+        return "addr-" + Long.toHexString(addressNumber(k, version));
     }
 }
