@@ -1,9 +1,15 @@
 package io.setats.flink.dts;
 
+import io.setats.flink.dts.typeutils.DtsRecordTypeInfo;
+
+import org.apache.flink.api.common.typeinfo.TypeInfo;
+
 import java.io.Serializable;
 import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
+import java.util.Objects;
 
 /**
  * DtsRecord is one record of a subscription channel as the DataStream API delivers it (SPEC
@@ -16,7 +22,12 @@ import java.util.List;
  * <p>Image values are in field order: the column's canonical text in UTF-8 (see the source's type
  * table) or the raw bytes for {@code BYTES}; a null element is SQL NULL. An image is null when the
  * record has none (INSERT has no before image, DELETE no after image).
+ *
+ * <p>Flink type: {@link DtsRecordTypeInfo} (through {@code @TypeInfo}), serialized field by field
+ * by {@link io.setats.flink.dts.typeutils.DtsRecordSerializer}, never by Kryo. Two records are
+ * equal when every field is, image values compared by content.
  */
+@TypeInfo(DtsRecordTypeInfo.Factory.class)
 public final class DtsRecord implements Serializable {
     private static final long serialVersionUID = 1L;
 
@@ -128,6 +139,41 @@ public final class DtsRecord implements Serializable {
     /** The checkpoint string of this record: {@code 0@<id>@<source position>@<source timestamp ms>}. */
     public String getCheckpoint() {
         return DtsCheckpoint.format(id, sourcePosition, sourceTimestampMs);
+    }
+
+    @Override
+    public boolean equals(Object o) {
+        if (this == o) {
+            return true;
+        }
+        if (!(o instanceof DtsRecord)) {
+            return false;
+        }
+        DtsRecord r = (DtsRecord) o;
+        return id == r.id && sourceTimestampMs == r.sourceTimestampMs && operationType == r.operationType
+                && Objects.equals(objectName, r.objectName) && Objects.equals(sourcePosition, r.sourcePosition)
+                && Objects.equals(transactionId, r.transactionId) && fields.equals(r.fields)
+                && imageEquals(beforeImage, r.beforeImage) && imageEquals(afterImage, r.afterImage);
+    }
+
+    private static boolean imageEquals(List<byte[]> a, List<byte[]> b) {
+        if (a == null || b == null) {
+            return a == b;
+        }
+        if (a.size() != b.size()) {
+            return false;
+        }
+        for (int i = 0; i < a.size(); i++) {
+            if (!Arrays.equals(a.get(i), b.get(i))) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    @Override
+    public int hashCode() {
+        return Objects.hash(id, operationType, objectName, sourcePosition);
     }
 
     @Override

@@ -2,6 +2,7 @@ package io.setats.flink.dts;
 
 import io.setats.flink.client.ConnectionOptions;
 import io.setats.flink.dts.source.DtsDeserializationSchema;
+import io.setats.flink.dts.typeutils.DtsRecordTypeInfo;
 
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.util.Collector;
@@ -154,7 +155,7 @@ public final class DtsSource {
         }
     }
 
-    /** Passes every record through. */
+    /** Passes every record through; its type is {@link DtsRecordTypeInfo} (no Kryo). */
     static final class RecordSchema implements DtsDeserializationSchema<DtsRecord> {
         private static final long serialVersionUID = 1L;
 
@@ -165,7 +166,7 @@ public final class DtsSource {
 
         @Override
         public TypeInformation<DtsRecord> getProducedType() {
-            return TypeInformation.of(DtsRecord.class);
+            return DtsRecordTypeInfo.INSTANCE;
         }
     }
 }
