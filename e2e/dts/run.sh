@@ -151,7 +151,9 @@ while read -r status rest; do
 done <"$WORK/check.txt"
 
 log "== 6/6 the seed's DataStream job (DtsExample) on the MariaDB channel"
-java ${SQL_RUNNER_JAVA_OPTS:-} "${JAVA_OPENS[@]}" -cp "$RUNNER_JAR:$CONNECTOR_JAR" io.setats.flink.dts.DtsExample \
+# The README's command: only Arrow's java.nio is opened (DtsRecord has its own Flink serializer,
+# so no Kryo reflecting into java.util).
+java ${SQL_RUNNER_JAVA_OPTS:-} --add-opens=java.base/java.nio=ALL-UNNAMED -cp "$RUNNER_JAR:$CONNECTOR_JAR" io.setats.flink.dts.DtsExample \
   --broker-url "$SETATS_MANAGER_URL" --topic shop --sid dts_ds --user dtstest --password Test123456 --checkpoint "$START_S" \
   --seconds "${DTS_DATASTREAM_SECONDS:-12}" >"$WORK/datastream.out" 2>"$WORK/datastream.log" || { tail -30 "$WORK/datastream.log" >&2; }
 grep -E '^DtsRecord' "$WORK/datastream.out" | head -5 >&2 || true
