@@ -6,6 +6,7 @@ import io.setats.flink.dts.DtsRecord;
 import io.setats.flink.dts.DtsSource;
 
 import org.apache.flink.api.common.functions.MapFunction;
+import org.apache.flink.api.common.serialization.SerializerConfigImpl;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.common.typeutils.SerializerTestBase;
 import org.apache.flink.api.common.typeutils.TypeSerializer;
@@ -224,7 +225,11 @@ class DtsRecordSerializerTest extends SerializerTestBase<DtsRecord> {
         assertThat(produced).isNotInstanceOf(GenericTypeInfo.class).isSameAs(DtsRecordTypeInfo.INSTANCE);
         assertThat(TypeInformation.of(DtsRecord.class)).isEqualTo(DtsRecordTypeInfo.INSTANCE);
         assertThat(TypeExtractor.getMapReturnTypes(new Identity(), DtsRecordTypeInfo.INSTANCE)).isEqualTo(DtsRecordTypeInfo.INSTANCE);
-        assertThat(DtsRecordTypeInfo.INSTANCE.createSerializer(new org.apache.flink.api.common.serialization.SerializerConfigImpl()))
-                .isSameAs(DtsRecordSerializer.INSTANCE);
+        // What pipeline.generic-types: false does to a job: a GenericTypeInfo (Kryo) throws here.
+        SerializerConfigImpl noGeneric = new SerializerConfigImpl();
+        noGeneric.setGenericTypes(false);
+        assertThat(produced.createSerializer(noGeneric)).isSameAs(DtsRecordSerializer.INSTANCE);
+        assertThatThrownBy(() -> new GenericTypeInfo<>(DtsRecord.class).createSerializer(noGeneric))
+                .isInstanceOf(UnsupportedOperationException.class);
     }
 }
