@@ -65,6 +65,9 @@ type Pending struct {
 	c       Commit
 	err     error
 	done    chan struct{}
+	// afterSync, when set, runs once the batch is durable, before Done closes and before the
+	// operation lock is released (a commit's delete of its staged rows, staging.go).
+	afterSync func()
 }
 
 // donePending returns a finished Pending with commit c (an empty batch).
@@ -106,6 +109,9 @@ func (p *Pending) sync() {
 		t.mu.Unlock()
 		if t.opts.OnCommit != nil && !p.c.Staged {
 			t.opts.OnCommit(p.c)
+		}
+		if p.afterSync != nil {
+			p.afterSync()
 		}
 	}
 	t.end()

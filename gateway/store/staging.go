@@ -22,8 +22,9 @@ import (
 // An exactly-once sink stages the rows of each checkpoint instead of merging them: Stage stores
 // them durably, invisible to the state, the changelog, every read and every notification. When
 // the checkpoint completes, CommitStaged merges them (lookup, merge engine, changelog, offsets)
-// in one atomic Pebble batch that also deletes them and records the committed checkpoint, so a
-// second commit of the same checkpoint is a no-op. When a job restores, AbortStaged drops the
+// in one atomic Pebble batch that also records the committed checkpoint, so a second commit of
+// the same checkpoint is a no-op; staged rows are kept in a Pebble DB of their own and deleted
+// there once the merge is durable (staging_db.go). When a job restores, AbortStaged drops the
 // rows of checkpoints after the restored one and raises the epoch, fencing off writers of the
 // failed attempt. Staged rows nobody writes to for the transaction timeout expire
 // (ExpireStaging).
@@ -39,7 +40,7 @@ import (
 //
 // A staging transaction is named by (commit user, subtask): the commit user names the job and
 // sink, the subtask is the sink subtask that stages. Keys, U = rowcodec.AppendEscaped(commit user),
-// S = subtask (4 bytes big-endian):
+// S = subtask (4 bytes big-endian); "h" and "r" in the staging DB, "k" and "c" in the table's DB:
 //
 //	"x" U "h" S              header: uvarint epoch, uvarint committed checkpoint, varint last
 //	                         write (ms), uvarint transaction timeout (ms)
@@ -296,6 +297,10 @@ func (t *Table) AbortStaged(user string, subtask int32, restoredCheckpoint, time
 		return AbortResult{}, err
 	}
 	defer t.end()
+	sdb, err := t.stagingDB()
+	if err != nil {
+		return AbortResult{}, err
+	}
 	ss := t.stageFor(user, subtask)
 	ss.commitMu.Lock()
 	defer ss.commitMu.Unlock()
@@ -306,7 +311,9 @@ func (t *Table) AbortStaged(user string, subtask int32, restoredCheckpoint, time
 	h.committed = min(h.committed, restoredCheckpoint)
 	h.timeoutMs = timeoutMs
 	h.lastWriteMs = t.clock()
-	batch := t.db.NewBatch()
+	// The staging DB first: a crash before the committed checkpoint is lowered leaves it higher,
+	// and the caller, which saw no answer, calls abort-staged again.
+	batch := sdb.NewBatch()
 	defer batch.Close()
 	if err := batch.DeleteRange(ss.rowsKey(restoredCheckpoint+1, 0), ss.rowsEnd(), nil); err != nil {
 		return AbortResult{}, t.internal(err)
@@ -314,10 +321,10 @@ func (t *Table) AbortStaged(user string, subtask int32, restoredCheckpoint, time
 	if err := batch.Set(ss.headerKey(), h.encode(), nil); err != nil {
 		return AbortResult{}, t.internal(err)
 	}
-	if err := batch.Set(ss.committedKey(), binary.AppendUvarint(nil, uint64(h.committed)), nil); err != nil {
+	if err := batch.Commit(pebble.Sync); err != nil {
 		return AbortResult{}, t.internal(err)
 	}
-	if err := batch.Commit(pebble.Sync); err != nil {
+	if err := t.db.Set(ss.committedKey(), binary.AppendUvarint(nil, uint64(h.committed)), pebble.Sync); err != nil {
 		return AbortResult{}, t.internal(err)
 	}
 	db, dr := t.forgetCheckpoints(ss, restoredCheckpoint, false)
@@ -419,7 +426,8 @@ func (t *Table) stage(ctx context.Context, ss *stageState, target StageTarget, b
 	now := t.clock()
 	h := ss.h
 	h.lastWriteMs = now
-	batch := t.db.NewBatch()
+	sdb := t.sdb.Load() // open: ss.exists
+	batch := sdb.NewBatch()
 	var value []byte
 	if len(b.Rows) > 0 {
 		value = encodeStagedRows(t, b)
@@ -439,7 +447,7 @@ func (t *Table) stage(ctx context.Context, ss *stageState, target StageTarget, b
 			return nil, err
 		}
 	}
-	if err := t.db.ApplyNoSyncWait(batch, pebble.Sync); err != nil {
+	if err := sdb.ApplyNoSyncWait(batch, pebble.Sync); err != nil {
 		_ = batch.Close()
 		return nil, t.internal(err)
 	}
@@ -632,8 +640,9 @@ func (t *Table) commitStart(ss *stageState, name string, checkpoint int64) (b *r
 // without ss.mu (Stage refuses those checkpoints meanwhile: ss.committing).
 func (t *Table) commitApply(ctx context.Context, ss *stageState, b *row.Batch, fromMem bool, checkpoint int64) (*Pending, error) {
 	lo, hi := ss.rowsKey(0, 0), ss.rowsKey(checkpoint+1, 0)
+	sdb := t.sdb.Load() // open: ss.exists
 	if !fromMem {
-		it, err := t.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+		it, err := sdb.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
 		if err != nil {
 			return nil, t.internal(err)
 		}
@@ -653,9 +662,6 @@ func (t *Table) commitApply(ctx context.Context, ss *stageState, b *row.Batch, f
 	}
 	mark := binary.AppendUvarint(nil, uint64(checkpoint))
 	extra := &writeExtra{fold: true, keys: func(batch *pebble.Batch, c *Commit) error {
-		if err := batch.DeleteRange(lo, hi, nil); err != nil {
-			return t.internal(err)
-		}
 		if err := batch.Set(ss.committedKey(), mark, nil); err != nil {
 			return t.internal(err)
 		}
@@ -669,7 +675,21 @@ func (t *Table) commitApply(ctx context.Context, ss *stageState, b *row.Batch, f
 	if t.commitHook != nil {
 		t.commitHook("apply")
 	}
-	return t.apply(ctx, b, extra)
+	p, err := t.apply(ctx, b, extra)
+	if err != nil {
+		return nil, err
+	}
+	// Once the merge is durable, the staged rows are garbage (loadStaging ignores them after a
+	// crash): deleted without fsync; the next sync of the staging DB covers it.
+	p.afterSync = func() {
+		if t.commitHook != nil {
+			t.commitHook("delete-staged")
+		}
+		if err := sdb.DeleteRange(lo, hi, pebble.NoSync); err != nil {
+			t.log.Warn("deleting committed staged rows failed; the next open deletes them", "err", err)
+		}
+	}
+	return p, nil
 }
 
 // ExpireResult counts what ExpireStaging removed.
@@ -716,7 +736,7 @@ func (t *Table) expireStage(ss *stageState, nowMs int64, res *ExpireResult) erro
 	idle := nowMs - ss.h.lastWriteMs
 	switch {
 	case len(ss.ckpts) > 0 && idle >= ss.h.timeoutMs:
-		if err := t.db.DeleteRange(ss.rowsKey(0, 0), ss.rowsEnd(), pebble.Sync); err != nil {
+		if err := t.sdb.Load().DeleteRange(ss.rowsKey(0, 0), ss.rowsEnd(), pebble.Sync); err != nil {
 			return t.internal(err)
 		}
 		b, r := ss.totals()
@@ -728,15 +748,12 @@ func (t *Table) expireStage(ss *stageState, nowMs int64, res *ExpireResult) erro
 		t.log.Warn("staged rows expired after the transaction timeout", "commit_user", ss.key.user, "subtask", ss.key.subtask,
 			"rows", r, "bytes", b, "timeout_ms", ss.h.timeoutMs)
 	case len(ss.ckpts) == 0 && idle >= max(ss.h.timeoutMs, stagingHeaderRetentionMs):
-		batch := t.db.NewBatch()
-		err := batch.Delete(ss.headerKey(), nil)
+		// The header first: after a crash in between, the committed checkpoint alone loads as a
+		// staging that does not exist (as after the expiry).
+		err := t.sdb.Load().Delete(ss.headerKey(), pebble.Sync)
 		if err == nil {
-			err = batch.Delete(ss.committedKey(), nil)
+			err = t.db.Delete(ss.committedKey(), pebble.Sync)
 		}
-		if err == nil {
-			err = batch.Commit(pebble.Sync)
-		}
-		_ = batch.Close()
 		if err != nil {
 			return t.internal(err)
 		}
@@ -755,25 +772,15 @@ func (t *Table) expireWriters(nowMs int64) (int64, error) {
 	if ret <= 0 {
 		ret = DefaultWriterRetentionMs
 	}
-	it, err := t.db.NewIter(&pebble.IterOptions{LowerBound: []byte{tagWriter}, UpperBound: []byte{tagWriter + 1}})
+	lastWrites, err := t.writerLastWrites()
 	if err != nil {
-		return 0, t.internal(err)
+		return 0, err
 	}
 	var expired []string
-	for it.First(); it.Valid(); it.Next() {
-		id, rest, err := parseEscaped(it.Key()[1:])
-		if err != nil || len(rest) != 1 || rest[0] != 'w' {
-			continue
-		}
-		r := reader{b: it.Value()}
-		r.uvarint()
-		last := r.varint()
-		if r.err == nil && nowMs-last >= ret {
+	for id, last := range lastWrites {
+		if nowMs-last >= ret {
 			expired = append(expired, id)
 		}
-	}
-	if err := it.Close(); err != nil {
-		return 0, t.internal(err)
 	}
 	for _, id := range expired {
 		ws, err := t.writerFor(id)
@@ -781,7 +788,11 @@ func (t *Table) expireWriters(nowMs int64) (int64, error) {
 			return 0, err
 		}
 		ws.mu.Lock()
-		err = t.db.DeleteRange(ws.prefix, prefixEnd(ws.prefix), pebble.Sync)
+		for _, db := range t.writerDBs() {
+			if err == nil {
+				err = db.DeleteRange(ws.prefix, prefixEnd(ws.prefix), pebble.Sync)
+			}
+		}
 		if err == nil {
 			t.mu.Lock()
 			delete(t.writers, id)
@@ -794,6 +805,34 @@ func (t *Table) expireWriters(nowMs int64) (int64, error) {
 		}
 	}
 	return int64(len(expired)), nil
+}
+
+// writerLastWrites returns the last write (ms) of every sequenced writer with a record, the later
+// of its records in the table's DB and the staging DB.
+func (t *Table) writerLastWrites() (map[string]int64, error) {
+	out := map[string]int64{}
+	for _, db := range t.writerDBs() {
+		it, err := db.NewIter(&pebble.IterOptions{LowerBound: []byte{tagWriter}, UpperBound: []byte{tagWriter + 1}})
+		if err != nil {
+			return nil, t.internal(err)
+		}
+		for it.First(); it.Valid(); it.Next() {
+			id, rest, err := parseEscaped(it.Key()[1:])
+			if err != nil || len(rest) != 1 || rest[0] != 'w' {
+				continue
+			}
+			r := reader{b: it.Value()}
+			r.uvarint()
+			last := r.varint()
+			if prev, ok := out[id]; r.err == nil && (!ok || last > prev) {
+				out[id] = last
+			}
+		}
+		if err := it.Close(); err != nil {
+			return nil, t.internal(err)
+		}
+	}
+	return out, nil
 }
 
 // parseEscaped reads a rowcodec.AppendEscaped string from the start of k.
@@ -817,18 +856,110 @@ func parseEscaped(k []byte) (string, []byte, error) {
 	}
 }
 
-// loadStaging rebuilds the in-memory staging state from the "x" keys (Open).
+// loadStaging rebuilds the in-memory staging state (Open): the committed checkpoints from the
+// table's DB, headers and staged rows from the staging DB. Staged rows of checkpoints <= the
+// committed one are what a crash left between a commit's merge and its delete of them
+// (staging_db.go): ignored, and deleted.
 func (t *Table) loadStaging() error {
-	it, err := t.db.NewIter(&pebble.IterOptions{LowerBound: []byte{tagStaging}, UpperBound: []byte{tagStaging + 1}})
+	committed := map[stageKey]int64{}
+	err := t.scanStaging(t.db, func(k stageKey, typ byte, rest, v []byte) error {
+		if typ != 'k' {
+			return nil // 'c': read by CommittedCheckpoint
+		}
+		c, n := binary.Uvarint(v)
+		if n <= 0 || len(rest) != 0 {
+			return t.internal(errors.New("malformed committed checkpoint of a staging"))
+		}
+		committed[k] = int64(c)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	sdb := t.sdb.Load()
+	if sdb == nil {
+		for k, c := range committed {
+			t.loadedStage(k).h.committed = c
+		}
+		return nil
+	}
+	var totalBytes, totalRows int64
+	garbage := map[stageKey]bool{}
+	err = t.scanStaging(sdb, func(k stageKey, typ byte, rest, v []byte) error {
+		ss := t.loadedStage(k)
+		switch typ {
+		case 'h':
+			h, err := decodeStageHeader(v)
+			if err != nil {
+				return t.internal(err)
+			}
+			ss.h, ss.exists = h, true
+		case 'r':
+			if len(rest) != 16 {
+				return t.internal(errors.New("malformed staged rows key"))
+			}
+			ckpt := int64(binary.BigEndian.Uint64(rest))
+			n := int64(binary.BigEndian.Uint64(rest[8:]))
+			ss.nextN = max(ss.nextN, n+1)
+			if c, ok := committed[k]; ok && ckpt <= c {
+				garbage[k] = true
+				return nil
+			}
+			declared, rows, _, err := stagedHeader(v)
+			if err != nil {
+				return t.internal(err)
+			}
+			if ss.declared == nil {
+				ss.declared = declared
+			}
+			if l := len(ss.ckpts); l == 0 || ss.ckpts[l-1].ckpt != ckpt {
+				ss.ckpts = append(ss.ckpts, ckptStat{ckpt: ckpt})
+			}
+			c := &ss.ckpts[len(ss.ckpts)-1]
+			c.bytes += int64(len(v))
+			c.rows += rows
+			totalBytes += int64(len(v))
+			totalRows += rows
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for k, c := range committed {
+		t.loadedStage(k).h.committed = c // the header's copy may be older (see committedKey)
+	}
+	for k := range garbage {
+		ss := t.staging[k]
+		if err := sdb.DeleteRange(ss.rowsKey(0, 0), ss.rowsKey(ss.h.committed+1, 0), pebble.NoSync); err != nil {
+			return t.internal(err)
+		}
+	}
+	t.stagedBytes.Store(totalBytes)
+	t.stagedRows.Store(totalRows)
+	return nil
+}
+
+// loadedStage returns the state of k while loading, creating an empty one.
+func (t *Table) loadedStage(k stageKey) *stageState {
+	ss := t.staging[k]
+	if ss == nil {
+		ss = &stageState{key: k, userPfx: rowcodec.AppendEscaped([]byte{tagStaging}, k.user)}
+		t.staging[k] = ss
+	}
+	return ss
+}
+
+// scanStaging calls fn for every "x" key of db but the per-bucket ones ("c"), with the key's
+// commit user and subtask, its type byte, the rest of the key after the subtask, and the value.
+func (t *Table) scanStaging(db *pebble.DB, fn func(k stageKey, typ byte, rest, v []byte) error) error {
+	it, err := db.NewIter(&pebble.IterOptions{LowerBound: []byte{tagStaging}, UpperBound: []byte{tagStaging + 1}})
 	if err != nil {
 		return t.internal(err)
 	}
 	defer it.Close()
-	var totalBytes, totalRows int64
-	committed := map[stageKey]int64{}
 	for it.First(); it.Valid(); it.Next() {
-		k := it.Key()
-		user, rest, err := parseEscaped(k[1:])
+		user, rest, err := parseEscaped(it.Key()[1:])
 		if err != nil || len(rest) == 0 {
 			return t.internal(errors.New("malformed staging key"))
 		}
@@ -839,60 +970,11 @@ func (t *Table) loadStaging() error {
 		if len(rest) < 4 {
 			return t.internal(errors.New("malformed staging key"))
 		}
-		sub := int32(binary.BigEndian.Uint32(rest))
-		k2 := stageKey{user, sub}
-		ss := t.staging[k2]
-		if ss == nil {
-			ss = &stageState{key: k2, userPfx: rowcodec.AppendEscaped([]byte{tagStaging}, user)}
-			t.staging[k2] = ss
-		}
-		switch typ {
-		case 'k':
-			c, n := binary.Uvarint(it.Value())
-			if n <= 0 || len(rest) != 4 {
-				return t.internal(errors.New("malformed committed checkpoint of a staging"))
-			}
-			committed[k2] = int64(c)
-		case 'h':
-			h, err := decodeStageHeader(it.Value())
-			if err != nil {
-				return t.internal(err)
-			}
-			ss.h, ss.exists = h, true
-		case 'r':
-			if len(rest) != 20 {
-				return t.internal(errors.New("malformed staged rows key"))
-			}
-			ckpt := int64(binary.BigEndian.Uint64(rest[4:]))
-			n := int64(binary.BigEndian.Uint64(rest[12:]))
-			v := it.Value()
-			declared, rows, _, err := stagedHeader(v)
-			if err != nil {
-				return t.internal(err)
-			}
-			if ss.declared == nil {
-				ss.declared = declared
-			}
-			ss.nextN = max(ss.nextN, n+1)
-			if l := len(ss.ckpts); l == 0 || ss.ckpts[l-1].ckpt != ckpt {
-				ss.ckpts = append(ss.ckpts, ckptStat{ckpt: ckpt})
-			}
-			c := &ss.ckpts[len(ss.ckpts)-1]
-			c.bytes += int64(len(v))
-			c.rows += rows
-			totalBytes += int64(len(v))
-			totalRows += rows
+		if err := fn(stageKey{user, int32(binary.BigEndian.Uint32(rest))}, typ, rest[4:], it.Value()); err != nil {
+			return err
 		}
 	}
-	if err := it.Error(); err != nil {
-		return t.internal(err)
-	}
-	for k, c := range committed {
-		t.staging[k].h.committed = c // the header's copy may be older (see committedKey)
-	}
-	t.stagedBytes.Store(totalBytes)
-	t.stagedRows.Store(totalRows)
-	return nil
+	return t.internalOrNil(it.Error())
 }
 
 // StagingInfo describes one (commit user, subtask) for tests and operators.
@@ -989,24 +1071,12 @@ func (t *Table) NextExpiryMs() (int64, error) {
 	if ret <= 0 {
 		ret = DefaultWriterRetentionMs
 	}
-	it, err := t.db.NewIter(&pebble.IterOptions{LowerBound: []byte{tagWriter}, UpperBound: []byte{tagWriter + 1}})
+	lastWrites, err := t.writerLastWrites()
 	if err != nil {
-		return 0, t.internal(err)
+		return 0, err
 	}
-	for it.First(); it.Valid(); it.Next() {
-		_, rest, err := parseEscaped(it.Key()[1:])
-		if err != nil || len(rest) != 1 || rest[0] != 'w' {
-			continue
-		}
-		r := reader{b: it.Value()}
-		r.uvarint()
-		last := r.varint()
-		if r.err == nil {
-			at(last + ret)
-		}
-	}
-	if err := it.Close(); err != nil {
-		return 0, t.internal(err)
+	for _, last := range lastWrites {
+		at(last + ret)
 	}
 	return max(due, -1), nil
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/setats/setats/gateway/row"
 )
 
@@ -148,4 +150,75 @@ func TestStagedMemoryBound(t *testing.T) {
 	if got := fmt.Sprint(state(t, st)); got != "map[\x80\x00\x00\x01:[1 b] \x80\x00\x00\x02:[2 a]]" {
 		t.Fatalf("state %q", got)
 	}
+}
+
+// TestCrashBetweenCommitAndStagedDelete: a crash after a commit's merge is durable but before
+// its staged rows are deleted from the staging DB (the "delete-staged" hook) leaves those rows
+// behind; on reopen they are ignored (not counted, not committed again) and deleted, while the
+// rows of the next, uncommitted checkpoint stay staged and commit.
+func TestCrashBetweenCommitAndStagedDelete(t *testing.T) {
+	mem := vfs.NewCrashableMem()
+	tbl := resolve(t, "/wh", spec("kv", "id INT, v STRING", "id", "", 2, "", nil))
+	open := func(fs vfs.FS) *Table {
+		st, err := Open(tbl, Options{FS: fs, Clock: (&fakeClock{ms: 10}).now, CacheBytes: 8 << 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = st.Close() })
+		return st
+	}
+	st := open(mem)
+	a, err := st.AbortStaged("job", 0, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustStage(t, st, 1, a.Epoch, kvBatch([]int32{1, 2, 3}, "a"))
+	mustStage(t, st, 2, a.Epoch, kvBatch([]int32{1}, "b"))
+	var crashed *vfs.MemFS
+	st.commitHook = func(point string) {
+		if point == "delete-staged" {
+			crashed = mem.CrashClone(vfs.CrashCloneCfg{})
+		}
+	}
+	mustCommit(t, st, 1)
+	if crashed == nil {
+		t.Fatal("the delete-staged hook did not run before the commit was reported")
+	}
+	st.commitHook = nil
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	st = open(crashed)
+	if si := st.Staging(); len(si) != 1 || si[0].Committed != 1 || fmt.Sprint(si[0].StagedCheckpoints) != "[2]" || si[0].StagedRows != 1 {
+		t.Fatalf("staging after the crash: %+v", si)
+	}
+	if _, r := st.StagingStats(); r != 1 {
+		t.Fatalf("%d staged rows after the crash, want 1", r)
+	}
+	if r := mustCommit(t, st, 1); !r.AlreadyCommitted {
+		t.Fatal("checkpoint 1 committed a second time after the crash")
+	}
+	if n := changelogRows(t, st); n != 3 {
+		t.Fatalf("%d changelog rows after the crash, want 3", n)
+	}
+	mustCommit(t, st, 2)
+	if n := changelogRows(t, st); n != 5 { // +I 1, 2, 3; -U/+U 1
+		t.Fatalf("%d changelog rows after checkpoint 2, want 5", n)
+	}
+	it, err := st.sdb.Load().NewIter(&pebble.IterOptions{LowerBound: []byte{tagStaging}, UpperBound: []byte{tagStaging + 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for it.First(); it.Valid(); it.Next() {
+		n++ // the header only: rows of checkpoint 1 deleted at load, of 2 by its commit
+	}
+	if err := it.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n != 1 {
+		t.Fatalf("%d keys in the staging DB after both commits, want 1 (the header)", n)
+	}
+	checkFold(t, st)
 }

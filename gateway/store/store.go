@@ -130,6 +130,9 @@ type Table struct {
 	engine      merge.Engine
 	log         *slog.Logger
 	db          *pebble.DB
+	fs          vfs.FS                    // the table's file system (Options.FS or vfs.Default)
+	sdb         atomic.Pointer[pebble.DB] // the staging DB (staging_db.go), nil until opened
+	sdbMu       sync.Mutex                // serialises opening sdb
 	cache       *pebble.Cache
 	keys        *keyIndex
 	bg          sync.WaitGroup            // background goroutines (key index build)
@@ -247,6 +250,7 @@ func Open(tbl *catalog.Table, opts Options) (*Table, error) {
 	if fs == nil {
 		fs = vfs.Default
 	}
+	t.fs = fs
 	if err := mkdirAllSynced(fs, dir); err != nil {
 		t.cache.Unref()
 		return nil, errorf(ErrInternal, "table %s: %w", tbl.QualifiedName(), err)
@@ -261,8 +265,13 @@ func Open(tbl *catalog.Table, opts Options) (*Table, error) {
 	}
 	t.opened.Store(true)
 	t.db = db
-	if err := t.load(); err != nil {
+	err = t.openStagingIfPresent()
+	if err == nil {
+		err = t.load()
+	}
+	if err != nil {
 		if t.Err() == nil { // a failed DB cannot be closed (failure.go)
+			_ = t.closeStagingDB()
 			_ = db.Close()
 			t.cache.Unref()
 		}
@@ -536,9 +545,10 @@ func (t *Table) Close() error {
 	defer t.ops.Unlock()
 	t.bg.Wait()
 	t.keys.close()
+	serr := t.closeStagingDB()
 	err := t.db.Close()
 	t.cache.Unref()
-	if err != nil {
+	if err = errors.Join(err, serr); err != nil {
 		return t.internal(err)
 	}
 	return nil

@@ -112,9 +112,19 @@ func (t *Table) writerFor(id string) (*writerState, error) {
 	return ws, nil
 }
 
-// loadWriter reads a writer's record and kept commits.
+// loadWriter reads a writer's record and kept commits, from the table's DB and the staging DB
+// (a writer that stages keeps them there, atomic with its staged rows): the higher record wins.
 func (t *Table) loadWriter(ws *writerState) error {
-	v, closer, err := t.db.Get(ws.recordKey())
+	for _, db := range t.writerDBs() {
+		if err := t.loadWriterFrom(db, ws); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (t *Table) loadWriterFrom(db *pebble.DB, ws *writerState) error {
+	v, closer, err := db.Get(ws.recordKey())
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil
 	}
@@ -126,9 +136,9 @@ func (t *Table) loadWriter(ws *writerState) error {
 	if n <= 0 {
 		return t.internal(errors.New("malformed writer record"))
 	}
-	ws.known, ws.last = true, int64(last)
+	ws.known, ws.last = true, max(ws.last, int64(last))
 	lo := ws.ackKey(0)
-	it, err := t.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: prefixEnd(lo[:len(lo)-8])})
+	it, err := db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: prefixEnd(lo[:len(lo)-8])})
 	if err != nil {
 		return t.internal(err)
 	}
