@@ -547,8 +547,9 @@ type CommitResult struct {
 
 // CommitStaged merges the staged rows of (user, subtask) of every checkpoint <= checkpoint, in
 // the order they were staged (SPEC section 10): lookups, merge engine, changelog rows and offsets
-// as one write of those rows (Apply), in one atomic Pebble batch that also deletes them, records
-// checkpoint as committed for (user, subtask) and for (user, bucket) of every touched bucket.
+// as one write of those rows (Apply), in one atomic Pebble batch that also records checkpoint as
+// committed for (user, subtask) and for (user, bucket) of every touched bucket; once it is
+// durable, the staged rows are deleted from the staging DB (staging_db.go).
 // A checkpoint <= the committed one is a no-op (AlreadyCommitted). Errors:
 // codes.FailedPrecondition (nothing staged for a checkpoint never committed: the rows expired
 // after the transaction timeout or a restore dropped them; no staging of (user, subtask) at
@@ -636,8 +637,8 @@ func (t *Table) commitStart(ss *stageState, name string, checkpoint int64) (b *r
 }
 
 // commitApply reads the staged rows of checkpoints <= checkpoint back into b unless fromMem,
-// and merges them in one atomic batch that deletes them and records checkpoint as committed,
-// without ss.mu (Stage refuses those checkpoints meanwhile: ss.committing).
+// and merges them in one atomic batch that records checkpoint as committed (the staged rows are
+// deleted once it is durable: Pending.afterSync), without ss.mu (Stage refuses those checkpoints meanwhile: ss.committing).
 func (t *Table) commitApply(ctx context.Context, ss *stageState, b *row.Batch, fromMem bool, checkpoint int64) (*Pending, error) {
 	lo, hi := ss.rowsKey(0, 0), ss.rowsKey(checkpoint+1, 0)
 	sdb := t.sdb.Load() // open: ss.exists

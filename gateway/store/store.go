@@ -151,7 +151,8 @@ type Table struct {
 	// part of stagedMemAll until Close.
 	stagedMem atomic.Int64
 	// commitHook, when set (tests), runs inside CommitStaged at "apply" (before the merge) and
-	// "applied" (the commit's batch is in Pebble, the in-memory state not yet updated).
+	// "applied" (the commit's batch is in Pebble, the in-memory state not yet updated), and
+	// "delete-staged" (the merge is durable; its staged rows are about to be deleted).
 	commitHook func(point string)
 
 	// ops is held shared by every operation and exclusively by Close.
