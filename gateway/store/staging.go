@@ -863,7 +863,12 @@ func parseEscaped(k []byte) (string, []byte, error) {
 // (staging_db.go): ignored, and deleted.
 func (t *Table) loadStaging() error {
 	committed := map[stageKey]int64{}
-	err := t.scanStaging(t.db, func(k stageKey, typ byte, rest, v []byte) error {
+	var legacy [][2][]byte // headers and staged rows an older gateway kept in the table's DB
+	err := t.scanStaging(t.db, func(k stageKey, typ byte, key, rest, v []byte) error {
+		if typ == 'h' || typ == 'r' {
+			legacy = append(legacy, [2][]byte{bytes.Clone(key), bytes.Clone(v)})
+			return nil
+		}
 		if typ != 'k' {
 			return nil // 'c': read by CommittedCheckpoint
 		}
@@ -877,6 +882,9 @@ func (t *Table) loadStaging() error {
 	if err != nil {
 		return err
 	}
+	if err := t.migrateStaging(legacy); err != nil {
+		return err
+	}
 	sdb := t.sdb.Load()
 	if sdb == nil {
 		for k, c := range committed {
@@ -886,7 +894,7 @@ func (t *Table) loadStaging() error {
 	}
 	var totalBytes, totalRows int64
 	garbage := map[stageKey]bool{}
-	err = t.scanStaging(sdb, func(k stageKey, typ byte, rest, v []byte) error {
+	err = t.scanStaging(sdb, func(k stageKey, typ byte, _, rest, v []byte) error {
 		ss := t.loadedStage(k)
 		switch typ {
 		case 'h':
@@ -941,6 +949,41 @@ func (t *Table) loadStaging() error {
 	return nil
 }
 
+// migrateStaging moves the staging headers and staged rows an older gateway kept in the table's
+// DB into the staging DB (opening it): written there with fsync first, then deleted from the
+// table's DB, so a crash in between only repeats the move at the next open.
+func (t *Table) migrateStaging(kvs [][2][]byte) error {
+	if len(kvs) == 0 {
+		return nil
+	}
+	sdb := t.sdb.Load()
+	if sdb == nil {
+		var err error
+		if sdb, err = t.openStagingDB(); err != nil {
+			return err
+		}
+	}
+	add, del := sdb.NewBatch(), t.db.NewBatch()
+	defer add.Close()
+	defer del.Close()
+	for _, kv := range kvs {
+		if err := add.Set(kv[0], kv[1], nil); err != nil {
+			return t.internal(err)
+		}
+		if err := del.Delete(kv[0], nil); err != nil {
+			return t.internal(err)
+		}
+	}
+	if err := add.Commit(pebble.Sync); err != nil {
+		return t.internal(err)
+	}
+	if err := del.Commit(pebble.Sync); err != nil {
+		return t.internal(err)
+	}
+	t.log.Info("staged rows moved into the staging DB", "keys", len(kvs))
+	return nil
+}
+
 // loadedStage returns the state of k while loading, creating an empty one.
 func (t *Table) loadedStage(k stageKey) *stageState {
 	ss := t.staging[k]
@@ -952,8 +995,9 @@ func (t *Table) loadedStage(k stageKey) *stageState {
 }
 
 // scanStaging calls fn for every "x" key of db but the per-bucket ones ("c"), with the key's
-// commit user and subtask, its type byte, the rest of the key after the subtask, and the value.
-func (t *Table) scanStaging(db *pebble.DB, fn func(k stageKey, typ byte, rest, v []byte) error) error {
+// commit user and subtask, its type byte, the whole key, the rest of the key after the subtask,
+// and the value (valid during the call only).
+func (t *Table) scanStaging(db *pebble.DB, fn func(k stageKey, typ byte, key, rest, v []byte) error) error {
 	it, err := db.NewIter(&pebble.IterOptions{LowerBound: []byte{tagStaging}, UpperBound: []byte{tagStaging + 1}})
 	if err != nil {
 		return t.internal(err)
@@ -971,7 +1015,7 @@ func (t *Table) scanStaging(db *pebble.DB, fn func(k stageKey, typ byte, rest, v
 		if len(rest) < 4 {
 			return t.internal(errors.New("malformed staging key"))
 		}
-		if err := fn(stageKey{user, int32(binary.BigEndian.Uint32(rest))}, typ, rest[4:], it.Value()); err != nil {
+		if err := fn(stageKey{user, int32(binary.BigEndian.Uint32(rest))}, typ, it.Key(), rest[4:], it.Value()); err != nil {
 			return err
 		}
 	}

@@ -222,3 +222,53 @@ func TestCrashBetweenCommitAndStagedDelete(t *testing.T) {
 	}
 	checkFold(t, st)
 }
+
+// TestStagingMovedFromTableDB: staging headers and staged rows in the table's DB (where an older
+// gateway kept them) are moved into the staging DB at open, and commit as if staged there.
+func TestStagingMovedFromTableDB(t *testing.T) {
+	dir := t.TempDir()
+	st, epoch := stagedKV(t, dir)
+	mustStage(t, st, 1, epoch, kvBatch([]int32{1, 2, 3}, "a"))
+	mustStage(t, st, 2, epoch, kvBatch([]int32{1}, "b"))
+	// The older layout: every staging key of the staging DB in the table's DB instead.
+	sdb := st.sdb.Load()
+	it, err := sdb.NewIter(&pebble.IterOptions{LowerBound: []byte{tagStaging}, UpperBound: []byte{tagStaging + 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	moved := 0
+	for it.First(); it.Valid(); it.Next() {
+		if err := st.db.Set(it.Key(), it.Value(), pebble.Sync); err != nil {
+			t.Fatal(err)
+		}
+		moved++
+	}
+	if err := it.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if moved != 3 { // the header, one batch of each checkpoint
+		t.Fatalf("%d staging keys, want 3", moved)
+	}
+	if err := sdb.DeleteRange([]byte{tagStaging}, []byte{tagStaging + 1}, pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	st = openTable(t, resolve(t, dir, spec("kv", "id INT, v STRING", "id", "", 2, "", nil)), &fakeClock{ms: 20})
+	if si := st.Staging(); len(si) != 1 || si[0].Epoch != epoch || fmt.Sprint(si[0].StagedCheckpoints) != "[1 2]" || si[0].StagedRows != 4 {
+		t.Fatalf("staging after the move: %+v", si)
+	}
+	mustCommit(t, st, 1)
+	mustCommit(t, st, 2)
+	if n := changelogRows(t, st); n != 5 { // +I 1, 2, 3; -U/+U 1
+		t.Fatalf("%d changelog rows, want 5", n)
+	}
+	v, closer, err := st.db.Get(st.stageFor("job", 0).headerKey())
+	if err == nil {
+		_ = closer.Close()
+		t.Fatalf("the staging header is still in the table's DB: %x", v)
+	}
+	checkFold(t, st)
+}
