@@ -45,6 +45,23 @@ func mustCommit(t *testing.T, st *Table, ckpt int64) CommitResult {
 	return r
 }
 
+// recommitThenNext checks, after a restart (what), that committing checkpoint 1 ({1, 2, 3} "a")
+// again is a no-op and that checkpoint 2 ({1} "b") then commits: 3, then 5 changelog rows
+// (+I 1, 2, 3; -U/+U 1).
+func recommitThenNext(t *testing.T, st *Table, what string) {
+	t.Helper()
+	if r := mustCommit(t, st, 1); !r.AlreadyCommitted {
+		t.Fatalf("checkpoint 1 committed a second time after %s", what)
+	}
+	if n := changelogRows(t, st); n != 3 {
+		t.Fatalf("%d changelog rows after %s, want 3", n, what)
+	}
+	mustCommit(t, st, 2)
+	if n := changelogRows(t, st); n != 5 {
+		t.Fatalf("%d changelog rows after checkpoint 2, want 5", n)
+	}
+}
+
 // changelogRows counts the changelog rows of every bucket.
 func changelogRows(t *testing.T, st *Table) int {
 	n := 0
@@ -118,16 +135,7 @@ func TestRestartAfterStageDuringCommit(t *testing.T) {
 	if si := st.Staging(); len(si) != 1 || si[0].Committed != 1 || fmt.Sprint(si[0].StagedCheckpoints) != "[2]" {
 		t.Fatalf("staging after the restart: %+v", si)
 	}
-	if r := mustCommit(t, st, 1); !r.AlreadyCommitted {
-		t.Fatal("checkpoint 1 committed a second time after the restart")
-	}
-	if n := changelogRows(t, st); n != 3 {
-		t.Fatalf("%d changelog rows after the restart, want 3", n)
-	}
-	mustCommit(t, st, 2)
-	if n := changelogRows(t, st); n != 5 {
-		t.Fatalf("%d changelog rows after checkpoint 2, want 5", n)
-	}
+	recommitThenNext(t, st, "the restart")
 	checkFold(t, st)
 }
 
@@ -196,16 +204,7 @@ func TestCrashBetweenCommitAndStagedDelete(t *testing.T) {
 	if _, r := st.StagingStats(); r != 1 {
 		t.Fatalf("%d staged rows after the crash, want 1", r)
 	}
-	if r := mustCommit(t, st, 1); !r.AlreadyCommitted {
-		t.Fatal("checkpoint 1 committed a second time after the crash")
-	}
-	if n := changelogRows(t, st); n != 3 {
-		t.Fatalf("%d changelog rows after the crash, want 3", n)
-	}
-	mustCommit(t, st, 2)
-	if n := changelogRows(t, st); n != 5 { // +I 1, 2, 3; -U/+U 1
-		t.Fatalf("%d changelog rows after checkpoint 2, want 5", n)
-	}
+	recommitThenNext(t, st, "the crash")
 	it, err := st.sdb.Load().NewIter(&pebble.IterOptions{LowerBound: []byte{tagStaging}, UpperBound: []byte{tagStaging + 1}})
 	if err != nil {
 		t.Fatal(err)
