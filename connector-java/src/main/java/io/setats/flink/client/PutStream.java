@@ -27,8 +27,9 @@ import java.util.function.Consumer;
  * <p>Buffers: after putNext the root's buffers are still referenced by the queued message, so the
  * caller must {@code clear()} the root (new buffers) rather than overwrite them in place.
  *
- * <p>Ack timeout: a batch not acknowledged within {@code ackTimeout} of being sent fails the stream
- * with a {@code DEADLINE_EXCEEDED} {@link SetatsGatewayException} naming the table, the gateway and
+ * <p>Ack timeout: a batch not acknowledged within {@code ackTimeout} of being sent, or one that
+ * could not be handed to gRPC within it (the stream never became ready: a gateway that accepts the
+ * connection and answers nothing), fails the stream with a {@code DEADLINE_EXCEEDED} {@link SetatsGatewayException} naming the table, the gateway and
  * the batch (its sequence number and rows), and cancels the DoPut. Every wait in this class is
  * bounded by it, and {@link #checkAckTimeout()} lets an idle caller (a timer) detect it without
  * waiting: a stream can fail but never hang.
@@ -215,9 +216,11 @@ public final class PutStream implements AutoCloseable {
 
     /**
      * Sends the root's current rows as the next record batch. Blocks while {@code maxInFlight}
-     * batches are unacknowledged, at most until the oldest one's ack timeout.
+     * batches are unacknowledged, at most until the oldest one's ack timeout, and while the gRPC
+     * stream is not ready, at most one ack timeout.
      *
-     * @throws SetatsGatewayException when the stream failed (gateway error, ack timeout)
+     * @throws SetatsGatewayException when the stream failed (gateway error, ack timeout, a stream
+     *     that never became ready)
      */
     public void putNext() throws InterruptedException {
         putNext(-1);
@@ -238,12 +241,20 @@ public final class PutStream implements AutoCloseable {
                         call, "INTERNAL", "the gateway ended the DoPut stream early", null);
             }
             // Arrow's putNext waits for the gRPC stream to be ready and never returns when the
-            // stream broke meanwhile (gateway killed): wait here, where a failure or the oldest
-            // batch's ack timeout ends the wait.
+            // stream broke meanwhile (gateway killed) or never became ready (a gateway that
+            // accepts the connection and answers nothing): wait here, where a failure, the oldest
+            // batch's ack timeout or -- with nothing pending -- this batch's own ack timeout ends
+            // the wait.
+            long waitStart = System.nanoTime();
             while (failure == null && !serverDone && !stream.isReady()) {
                 long[] oldest = pending.peekFirst();
-                if (oldest != null && System.nanoTime() - oldest[0] >= ackTimeoutNanos) {
+                long now = System.nanoTime();
+                if (oldest != null && now - oldest[0] >= ackTimeoutNanos) {
                     timeoutLocked(oldest);
+                    break;
+                }
+                if (oldest == null && now - waitStart >= ackTimeoutNanos) {
+                    notReadyLocked(rows, now - waitStart);
                     break;
                 }
                 lock.wait(5);
@@ -356,6 +367,30 @@ public final class PutStream implements AutoCloseable {
                         null));
         // Tell the gateway too, and let gRPC free the call; the stream is unusable from now on.
         cancelQuietly("setats: batch " + seq + " not acknowledged in time");
+    }
+
+    /**
+     * Fails the stream when batch {@code sent} could not even be handed to gRPC within the ack
+     * timeout: the stream never became ready (no HTTP/2 connection, or no flow-control window),
+     * with no earlier batch pending whose timeout would have fired.
+     */
+    private void notReadyLocked(int rows, long waitedNanos) {
+        failLocked(
+                new SetatsGatewayException(
+                        call,
+                        "DEADLINE_EXCEEDED",
+                        "batch "
+                                + sent
+                                + " ("
+                                + (rows >= 0 ? rows + " rows" : "rows unknown")
+                                + ") could not be sent within "
+                                + ackTimeoutNanos / 1_000_000
+                                + " ms (waited "
+                                + waitedNanos / 1_000_000
+                                + " ms): the DoPut stream never became ready, the gateway is not"
+                                + " answering (option 'setats.sink.ack-timeout')",
+                        null));
+        cancelQuietly("setats: batch " + sent + " could not be sent in time");
     }
 
     private void cancelQuietly(String why) {

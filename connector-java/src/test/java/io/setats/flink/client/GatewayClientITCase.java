@@ -24,12 +24,14 @@ import org.apache.flink.table.types.logical.VarCharType;
 import org.apache.flink.types.RowKind;
 
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -298,8 +300,13 @@ class GatewayClientITCase {
         String table = "t_ack_timeout_idle";
         // 5 s, not 1 s: "not due yet" right after the send must not depend on the JVM getting
         // there within the timeout on a loaded machine; then wait until it is due, not a fixed time.
-        withPut(table, java.time.Duration.ofSeconds(5), (ps, w) -> whileSuspended(() -> {
-            send(ps, w, "a", 1);
+        withPut(table, java.time.Duration.ofSeconds(5), (ps, w) -> {
+          // The stream is up (batch 0 acknowledged) before the gateway stops answering: a
+          // stream that is not ready yet when it stops is the case below.
+          send(ps, w, "a", 1);
+          ps.awaitAcks();
+          whileSuspended(() -> {
+            send(ps, w, "b", 1);
             ps.checkAckTimeout(); // not due yet
             assertThat(ps.msUntilAckTimeout()).isBetween(0L, 5000L);
             for (long left = ps.msUntilAckTimeout(); left > 0; left = ps.msUntilAckTimeout()) {
@@ -307,9 +314,43 @@ class GatewayClientITCase {
             }
             assertThatThrownBy(ps::checkAckTimeout)
                     .isInstanceOf(SetatsGatewayException.class)
-                    .hasMessageContaining("batch 0 (1 rows)")
+                    .hasMessageContaining("batch 1 (1 rows)")
                     .hasMessageContaining("DoPut testdb." + table);
             assertThat(ps.failed()).isTrue();
+          });
+        });
+    }
+
+    /**
+     * A gateway that stops answering before a new connection's DoPut stream is up: the stream
+     * never becomes ready, and the first batch fails after the ack timeout instead of waiting
+     * forever in putNext (it hung CI at stop 19: nothing was pending, so no ack timeout ran).
+     */
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void firstBatchFailsWhenTheStreamNeverBecomesReady() throws Exception {
+        String table = "t_never_ready";
+        whileSuspended(() -> withPut(table, java.time.Duration.ofSeconds(1), (ps, w) -> {
+            long t0 = System.nanoTime();
+            assertThatThrownBy(() -> send(ps, w, "a", 2))
+                    .isInstanceOf(SetatsGatewayException.class)
+                    .hasMessageContaining("DEADLINE_EXCEEDED")
+                    .hasMessageContaining("DoPut testdb." + table)
+                    .hasMessageContaining(GATEWAY.flightAddr())
+                    .hasMessageContaining("batch 0 (2 rows) could not be sent within 1000 ms")
+                    .hasMessageContaining("setats.sink.ack-timeout");
+            assertThat(System.nanoTime() - t0).isGreaterThanOrEqualTo(TimeUnit.SECONDS.toNanos(1));
+            assertThat(ps.failed()).isTrue();
         }));
+        // The gateway serves the table afterwards, and nothing of the failed batch was applied.
+        withPut(table, java.time.Duration.ofSeconds(30), (ps, w) -> {
+            send(ps, w, "b", 1);
+            ps.awaitAcks();
+        });
+        try (GatewayClient c = GATEWAY.client()) {
+            assertThat(ChangelogReader.readAll(c, "testdb", table))
+                    .extracting(r -> (String) r.get("id"))
+                    .containsExactly("b0");
+        }
     }
 }
