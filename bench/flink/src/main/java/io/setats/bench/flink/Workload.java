@@ -1,5 +1,11 @@
 package io.setats.bench.flink;
 
+import org.apache.flink.table.data.GenericRowData;
+import org.apache.flink.table.data.RowData;
+import org.apache.flink.table.data.StringData;
+import org.apache.flink.table.types.logical.LogicalType;
+import org.apache.flink.table.types.logical.RowType;
+import org.apache.flink.table.types.logical.VarCharType;
 import org.apache.flink.types.Row;
 import org.apache.flink.types.RowKind;
 
@@ -60,6 +66,24 @@ public final class Workload implements Serializable {
     /** The dt of key k (4 partitions). */
     public static String dt(long k) {
         return "2026120" + (1 + k % 4);
+    }
+
+    /** The rows' type as the planner's RowType: four nullable STRING columns, {@link #COLUMNS}. */
+    public static final RowType ROW_TYPE =
+            RowType.of(
+                    new LogicalType[] {
+                        new VarCharType(VarCharType.MAX_LENGTH), new VarCharType(VarCharType.MAX_LENGTH),
+                        new VarCharType(VarCharType.MAX_LENGTH), new VarCharType(VarCharType.MAX_LENGTH)
+                    },
+                    COLUMNS);
+
+    /** {@link #row(long)} as the planner's RowData (INSERT, four {@code StringData}). */
+    public RowData rowData(long i) {
+        long k = i < keys ? i : 5 * (i - keys);
+        int v = i < keys ? 0 : 1;
+        return GenericRowData.of(
+                StringData.fromString(Long.toString(k)), StringData.fromString(dt(k)),
+                StringData.fromString(name(k, v)), StringData.fromString(address(k, v)));
     }
 
     /** Row i of the ingest (INSERT kind; the sinks upsert by primary key). */

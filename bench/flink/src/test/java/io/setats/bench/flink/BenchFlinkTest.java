@@ -11,7 +11,7 @@ class BenchFlinkTest {
 
     private static ObjectNode run(ObjectMapper m, int run, double ingest, double read, double p50, double p99) {
         ObjectNode n = m.createObjectNode();
-        n.put("run", run).put("ingest_rows_per_s", ingest).put("read_rows_per_s", read)
+        n.put("run", run).put("ingest_rows_per_s", ingest).put("ingest_job_rows_per_s", ingest / 2).put("read_rows_per_s", read)
                 .put("ingest_jvm_cpu_s", 2).put("ingest_gateway_cpu_s", 1).put("read_jvm_cpu_s", 1).put("read_gateway_cpu_s", 0.5)
                 .put("jvm_cpu_s", 10).put("gateway_cpu_s", 3).put("load_start", "1 1 1").put("load_end", "2 2 2");
         for (long c : new long[] {1000, 10000}) {
@@ -33,6 +33,7 @@ class BenchFlinkTest {
         assertEquals(250, r.at("/figures/ingest/setats").asDouble());
         assertEquals(125, r.at("/figures/ingest/paimon").asDouble());
         assertEquals(2.0, r.at("/figures/ingest/ratio").asDouble());
+        assertEquals(125, r.at("/figures/ingest-until-job-end/setats").asDouble());
         assertEquals(0.5, r.at("/figures/read/ratio").asDouble());
         assertEquals(0.02, r.at("/figures/freshness-p50/ratio").asDouble(), 1e-9);
         assertEquals(60, r.at("/figures/freshness-p99/setats").asDouble());

@@ -1,0 +1,27 @@
+package io.setats.bench.flink;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import org.apache.flink.table.data.RowData;
+import org.apache.flink.types.Row;
+import org.apache.flink.types.RowKind;
+import org.junit.jupiter.api.Test;
+
+class WorkloadTest {
+
+    /** The ingest's RowData rows are the Row rows, field for field (inserts, then updates). */
+    @Test
+    void rowDataEqualsRow() {
+        Workload w = new Workload(50);
+        for (long i = 0; i < w.rows(); i++) {
+            Row r = w.row(i);
+            RowData d = w.rowData(i);
+            assertEquals(RowKind.INSERT, d.getRowKind());
+            assertEquals(4, d.getArity());
+            for (int f = 0; f < 4; f++) {
+                assertEquals(r.getField(f), d.getString(f).toString(), "row " + i + " field " + f);
+            }
+        }
+        assertEquals("10|" + Workload.dt(10), Workload.key(w.rowData(w.keys() + 2).getString(0), w.rowData(w.keys() + 2).getString(1)));
+    }
+}
