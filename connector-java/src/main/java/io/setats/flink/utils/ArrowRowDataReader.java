@@ -28,11 +28,6 @@ import org.apache.flink.table.data.DecimalData;
 import org.apache.flink.table.data.GenericRowData;
 import org.apache.flink.table.data.StringData;
 import org.apache.flink.table.data.TimestampData;
-import org.apache.flink.core.memory.MemorySegment;
-import org.apache.flink.core.memory.MemorySegmentFactory;
-import org.apache.flink.table.data.binary.BinaryRowData;
-import org.apache.flink.table.data.binary.BinaryStringData;
-import org.apache.flink.table.data.writer.BinaryRowWriter;
 import org.apache.flink.table.types.logical.DecimalType;
 import org.apache.flink.table.types.logical.LogicalType;
 import org.apache.flink.table.types.logical.RowType;
@@ -53,7 +48,9 @@ import java.util.Objects;
  * skipped. Then, for each record batch, {@link #bind(VectorSchemaRoot)} attaches the batch's
  * vectors (cheap) and {@link #read(int)}, {@link #offset(int)}, {@link #commitTimestampMs(int)} read
  * one row. The returned rows own their data (strings and bytes are copied out of Arrow memory), so
- * they stay valid after the batch is released.
+ * they stay valid after the batch is released. {@link #takeBatch(VectorSchemaRoot)} instead moves a
+ * whole record batch into an {@link ArrowColumnarBatch} (columnar views, no object per row): what
+ * the CDC source and the snapshot reads use.
  *
  * <p>The row's {@link RowKind} comes from the {@code _row_kind} column (Flink's byte values 0..3);
  * without that column every row is {@link RowKind#INSERT}. Not thread-safe: one reader per stream.
@@ -76,9 +73,6 @@ public final class ArrowRowDataReader {
 
     /** The Flink type of each read field. */
     private final LogicalType[] types;
-    /** Reused by {@link #readBinaryRows}: one row is written here, then copied into the batch's buffer. */
-    private BinaryRowData scratch;
-    private BinaryRowWriter writer;
     private org.apache.flink.table.data.RowData.FieldGetter[] getters;
 
     // Bound per record batch.
@@ -252,116 +246,43 @@ public final class ArrowRowDataReader {
     }
 
     /**
-     * Converts rows [0, n) of the bound batch into {@link BinaryRowData} (Flink's own binary row
-     * format, with the RowKind in its header), all packed into one heap buffer: one pass over the
-     * batch, strings copied once straight from the Arrow data buffer, and per row only the {@link
-     * BinaryRowData} view. The rows hold no Arrow memory (the Arrow batch may be released or reused
-     * at once) and are what Flink copies and serializes fastest: copying one is one array copy,
-     * which is what Flink does per row when object reuse is off.
-     *
-     * @throws IllegalArgumentException when {@code _row_kind} holds a value other than 0..3
+     * Takes the rows of {@code root} (a stream's root holding one record batch of the planned
+     * schema) into a new {@link ArrowColumnarBatch}: the buffers of the read columns and of {@code
+     * _row_kind}, {@code _offset}, {@code _commit_timestamp} and {@code _key} move into the batch
+     * (Arrow {@code TransferPair}, zero copy; those vectors of {@code root} are left empty, the
+     * stream loads its next batch into them), strings and bytes are copied once into heap arrays.
+     * The caller owns the batch and closes it; the other columns stay in {@code root}.
      */
-    public BinaryRowData[] readBinaryRows(int n) {
-        int arity = vectors.length;
-        if (writer == null) {
-            scratch = new BinaryRowData(arity);
-            writer = new BinaryRowWriter(scratch, 64);
-        }
-        MemorySegment[][] varData = new MemorySegment[arity][];
-        for (int c = 0; c < arity; c++) {
-            if (kinds[c] == ColumnKind.STRING) {
-                long len = vectors[c].getDataBuffer().capacity();
-                if (len > 0) {
-                    java.nio.ByteBuffer bb = vectors[c].getDataBuffer().nioBuffer(0, (int) len);
-                    varData[c] = new MemorySegment[] {MemorySegmentFactory.wrapOffHeapMemory(bb)};
-                }
+    public ArrowColumnarBatch takeBatch(VectorSchemaRoot root) {
+        int n = root.getRowCount();
+        List<FieldVector> all = root.getFieldVectors();
+        List<FieldVector> owned = new ArrayList<>(arrowIndexes.length + 4);
+        org.apache.flink.table.data.columnar.vector.ColumnVector[] columns =
+                new org.apache.flink.table.data.columnar.vector.ColumnVector[arrowIndexes.length];
+        try {
+            for (int i = 0; i < arrowIndexes.length; i++) {
+                columns[i] = ArrowColumnVectors.of(kinds[i], transfer(all.get(arrowIndexes[i]), owned));
             }
-        }
-        byte[] pack = new byte[Math.max(64, n * (BinaryRowData.calculateFixPartSizeInBytes(arity) + 16))];
-        int[] starts = new int[n + 1];
-        int pos = 0;
-        for (int i = 0; i < n; i++) {
-            writer.reset();
-            writer.writeRowKind(rowKind(i));
-            for (int c = 0; c < arity; c++) {
-                FieldVector v = vectors[c];
-                if (v.isNull(i)) {
-                    writer.setNullAt(c);
-                    continue;
-                }
-                switch (kinds[c]) {
-                    case BOOLEAN:
-                        writer.writeBoolean(c, ((BitVector) v).get(i) != 0);
-                        break;
-                    case TINYINT:
-                        writer.writeByte(c, ((TinyIntVector) v).get(i));
-                        break;
-                    case SMALLINT:
-                        writer.writeShort(c, ((SmallIntVector) v).get(i));
-                        break;
-                    case INT:
-                    case DATE:
-                    case TIME_MILLI:
-                        writer.writeInt(c, v.getDataBuffer().getInt((long) i * 4));
-                        break;
-                    case BIGINT:
-                        writer.writeLong(c, ((BigIntVector) v).get(i));
-                        break;
-                    case FLOAT:
-                        writer.writeFloat(c, ((Float4Vector) v).get(i));
-                        break;
-                    case DOUBLE:
-                        writer.writeDouble(c, ((Float8Vector) v).get(i));
-                        break;
-                    case STRING:
-                        {
-                            VarCharVector s = (VarCharVector) v;
-                            int start = s.getStartOffset(i);
-                            int len = s.getEndOffset(i) - start;
-                            writer.writeString(
-                                    c,
-                                    len == 0
-                                            ? BinaryStringData.EMPTY_UTF8
-                                            : BinaryStringData.fromAddress(varData[c], start, len));
-                            break;
-                        }
-                    case BYTES:
-                        writer.writeBinary(c, ((VarBinaryVector) v).get(i));
-                        break;
-                    case DECIMAL:
-                        writer.writeDecimal(c, (DecimalData) readValue(kinds[c], v, i), ((DecimalType) types[c]).getPrecision());
-                        break;
-                    case TIMESTAMP:
-                        writer.writeTimestamp(c, (TimestampData) readValue(kinds[c], v, i), timestampPrecision(types[c]));
-                        break;
-                    default:
-                        writer.writeInt(c, (Integer) readValue(kinds[c], v, i)); // TIME_SEC/MICRO/NANO
-                }
+            TinyIntVector rk = rowKindIndex >= 0 ? (TinyIntVector) transfer(all.get(rowKindIndex), owned) : null;
+            BigIntVector off = offsetIndex >= 0 ? (BigIntVector) transfer(all.get(offsetIndex), owned) : null;
+            TimeStampVector ts =
+                    commitTimestampIndex >= 0 ? (TimeStampVector) transfer(all.get(commitTimestampIndex), owned) : null;
+            VarBinaryVector k = keyIndex >= 0 ? (VarBinaryVector) transfer(all.get(keyIndex), owned) : null;
+            return new ArrowColumnarBatch(owned, n, columns, rk, off, ts, k);
+        } catch (RuntimeException e) {
+            for (FieldVector v : owned) {
+                v.close();
             }
-            writer.complete();
-            int size = scratch.getSizeInBytes();
-            if (pos + size > pack.length) {
-                pack = java.util.Arrays.copyOf(pack, Math.max(pack.length * 2, pos + size));
-            }
-            scratch.getSegments()[0].get(scratch.getOffset(), pack, pos, size);
-            starts[i] = pos;
-            pos += size;
+            throw e;
         }
-        starts[n] = pos;
-        MemorySegment segment = MemorySegmentFactory.wrap(pack);
-        BinaryRowData[] rows = new BinaryRowData[n];
-        for (int i = 0; i < n; i++) {
-            BinaryRowData r = new BinaryRowData(arity);
-            r.pointTo(segment, starts[i], starts[i + 1] - starts[i]);
-            rows[i] = r;
-        }
-        return rows;
     }
 
-    private static int timestampPrecision(LogicalType t) {
-        return t instanceof org.apache.flink.table.types.logical.TimestampType
-                ? ((org.apache.flink.table.types.logical.TimestampType) t).getPrecision()
-                : ((org.apache.flink.table.types.logical.LocalZonedTimestampType) t).getPrecision();
+    private static FieldVector transfer(FieldVector from, List<FieldVector> owned) {
+        org.apache.arrow.vector.util.TransferPair tp = from.getTransferPair(from.getAllocator());
+        tp.transfer();
+        FieldVector to = (FieldVector) tp.getTo();
+        owned.add(to);
+        return to;
     }
 
     /** The {@code _offset} of row {@code row} of the bound batch. */
@@ -384,7 +305,7 @@ public final class ArrowRowDataReader {
     // ------------------------------------------------------------------------------------------
 
     /** How a column's value is read; chosen once per stream from (Flink type, Arrow type). */
-    private enum ColumnKind {
+    enum ColumnKind {
         BOOLEAN,
         TINYINT,
         SMALLINT,

@@ -201,46 +201,44 @@ class ArrowRowDataReaderTest {
     }
 
     /**
-     * readBinaryRows (the CDC source's batch conversion) gives, field by field, what read gives, for
-     * every type, for NULLs, and for strings inline (<= 7 bytes), empty and long; and the rows stay
-     * valid after the Arrow batch is closed.
+     * takeBatch (the CDC source's and the snapshot read's batch: ColumnarRowData views over the
+     * Arrow vectors) gives, field by field, what read gives, for every type, for NULLs, and for
+     * strings empty, short and long; the offsets and commit times are the batch's; the batch owns
+     * the buffers (the root's read columns are empty after it) and closing it releases them.
      */
     @Test
-    void binaryRowsEqualGenericRowsForEveryTypeAndOutliveTheBatch() {
+    void columnarBatchEqualsGenericRowsForEveryType() {
         RowType type = allTypes();
-        RowData.FieldGetter[] getters;
-        List<GenericRowData> expected = new ArrayList<>();
-        org.apache.flink.table.data.binary.BinaryRowData[] rows;
-        try (VectorSchemaRoot root = fill()) {
-            ArrowRowDataReader reader = ArrowRowDataReader.create(type, root.getSchema());
-            getters = reader.fieldGetters();
-            for (String value : Arrays.asList("", "seven77", "a string longer than seven bytes \u00e9")) {
-                reader.bind(root);
-                expected.clear();
+        for (String value : Arrays.asList("", "seven77", "a string longer than seven bytes \u00e9")) {
+            try (VectorSchemaRoot root = fill()) {
+                ArrowRowDataReader reader = ArrowRowDataReader.create(type, root.getSchema());
                 ((VarCharVector) root.getVector("s")).setSafe(0, value.getBytes(StandardCharsets.UTF_8));
+                root.setRowCount(2);
                 reader.bind(root);
-                expected.add(reader.read(0));
-                expected.add(reader.read(1));
-                rows = reader.readBinaryRows(2);
-                assertThat(rows[0].getString(8).toString()).isEqualTo(value);
-                assertSameRows(type, getters, expected, rows);
+                List<GenericRowData> expected = Arrays.asList(reader.read(0), reader.read(1));
+                try (ArrowColumnarBatch batch = reader.takeBatch(root)) {
+                    assertThat(root.getVector("s").getValueCount()).as("moved out of the root").isZero();
+                    assertThat(batch.numRows()).isEqualTo(2);
+                    assertThat(batch.row(0).getString(8).toString()).isEqualTo(value);
+                    assertThat(batch.offset(0)).isEqualTo(41);
+                    assertThat(batch.offset(1)).isEqualTo(42);
+                    assertThat(batch.commitTimestampMs(1)).isEqualTo(1_767_196_800_001L);
+                    assertSameRows(type, reader.fieldGetters(), expected, batch);
+                }
             }
-            reader.bind(root);
-            rows = reader.readBinaryRows(2);
         }
-        assertSameRows(type, getters, expected, rows); // the Arrow memory is released by now
     }
 
     private static void assertSameRows(
-            RowType type, RowData.FieldGetter[] getters, List<GenericRowData> expected,
-            org.apache.flink.table.data.binary.BinaryRowData[] rows) {
-        assertThat(rows).hasSize(expected.size());
-        for (int r = 0; r < rows.length; r++) {
-            assertThat(rows[r].getRowKind()).isEqualTo(expected.get(r).getRowKind());
-            assertThat(rows[r].getArity()).isEqualTo(type.getFieldCount());
+            RowType type, RowData.FieldGetter[] getters, List<GenericRowData> expected, ArrowColumnarBatch batch) {
+        assertThat(batch.numRows()).isEqualTo(expected.size());
+        for (int r = 0; r < batch.numRows(); r++) {
+            RowData row = batch.row(r);
+            assertThat(row.getRowKind()).isEqualTo(expected.get(r).getRowKind());
+            assertThat(row.getArity()).isEqualTo(type.getFieldCount());
             for (int i = 0; i < type.getFieldCount(); i++) {
                 Object want = getters[i].getFieldOrNull(expected.get(r));
-                Object got = getters[i].getFieldOrNull(rows[r]);
+                Object got = getters[i].getFieldOrNull(row);
                 if (want instanceof byte[]) {
                     assertThat((byte[]) got).as("row %d field %d", r, i).containsExactly((byte[]) want);
                 } else {
@@ -251,7 +249,7 @@ class ArrowRowDataReaderTest {
     }
 
     /**
-     * The snapshot read's batch conversion (BucketSnapshotReader: readBinaryRows over a stream of
+     * The snapshot read's batch (BucketSnapshotReader: takeBatch over a stream of
      * {@code _key} and the columns, no RowKind column): every type the gateway sends (TIMESTAMP in
      * all four units), nulls, and projections (all columns, a reordered subset, one column, none):
      * every row {@code +I}, the keys as sent, and field by field what read gives.
@@ -286,18 +284,24 @@ class ArrowRowDataReaderTest {
                 assertThat(reader.hasChangelogColumns()).isFalse();
                 reader.bind(root);
                 List<GenericRowData> expected = Arrays.asList(reader.read(0), reader.read(1));
-                org.apache.flink.table.data.binary.BinaryRowData[] rows = reader.readBinaryRows(2);
                 assertThat(reader.key(0)).containsExactly(0, 1);
                 assertThat(reader.key(1)).containsExactly(0, 2, 0xff);
-                assertThat(rows[0].getRowKind()).isEqualTo(RowKind.INSERT);
-                assertThat(rows[1].getRowKind()).isEqualTo(RowKind.INSERT);
-                assertSameRows(type, reader.fieldGetters(), expected, rows);
-                if (type.getFieldCount() == all.size()) {
-                    assertThat(rows[0].getTimestamp(14, 0)).isEqualTo(TimestampData.fromEpochMillis(-86_401_000L));
-                    assertThat(rows[0].getTimestamp(15, 3)).isEqualTo(TimestampData.fromEpochMillis(1_767_196_800_123L));
-                    assertThat(rows[0].getString(8).toString()).isEqualTo("h\u00e9llo");
-                    for (int i = 1; i < type.getFieldCount(); i++) {
-                        assertThat(rows[1].isNullAt(i)).as("field %d", i).isTrue();
+                try (ArrowColumnarBatch batch = reader.takeBatch(root)) {
+                    assertThat(batch.key(0)).containsExactly(0, 1);
+                    assertThat(batch.key(1)).containsExactly(0, 2, 0xff);
+                    assertThat(batch.hasChangelogColumns()).isFalse();
+                    assertThat(batch.row(0).getRowKind()).isEqualTo(RowKind.INSERT);
+                    assertThat(batch.row(1).getRowKind()).isEqualTo(RowKind.INSERT);
+                    assertSameRows(type, reader.fieldGetters(), expected, batch);
+                    if (type.getFieldCount() == all.size()) {
+                        RowData r0 = batch.row(0);
+                        assertThat(r0.getTimestamp(14, 0)).isEqualTo(TimestampData.fromEpochMillis(-86_401_000L));
+                        assertThat(r0.getTimestamp(15, 3)).isEqualTo(TimestampData.fromEpochMillis(1_767_196_800_123L));
+                        assertThat(r0.getString(8).toString()).isEqualTo("h\u00e9llo");
+                        RowData r1 = batch.row(1);
+                        for (int i = 1; i < type.getFieldCount(); i++) {
+                            assertThat(r1.isNullAt(i)).as("field %d", i).isTrue();
+                        }
                     }
                 }
             }

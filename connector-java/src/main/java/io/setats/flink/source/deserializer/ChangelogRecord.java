@@ -1,7 +1,10 @@
 package io.setats.flink.source.deserializer;
 
 import io.setats.flink.source.split.TableBucket;
+import io.setats.flink.utils.ArrowColumnarBatch;
 
+import org.apache.flink.annotation.Internal;
+import org.apache.flink.table.data.GenericRowData;
 import org.apache.flink.table.data.RowData;
 
 import javax.annotation.Nullable;
@@ -11,11 +14,16 @@ import java.util.Objects;
 /**
  * ChangelogRecord is one row of a bucket's changelog as the source reader fetched it: the row's
  * columns (in the reader's read type, {@link RowData#getRowKind()} set from {@code _row_kind}),
- * its offset in the bucket, its commit timestamp (ms since epoch) and its bucket. Immutable; the
- * row is owned by the record (no Arrow memory behind it). The row may be of any {@link RowData}
- * class: changelog rows read from a stream are {@link
- * org.apache.flink.table.data.binary.BinaryRowData} (read them with the typed getters, or {@link
- * #field(int)}), and so are snapshot rows (BucketSnapshotReader).
+ * its offset in the bucket, its commit timestamp (ms since epoch) and its bucket. The row may be of
+ * any {@link RowData} class: read it with the typed getters, or {@link #field(int)}.
+ *
+ * <p>Lifetime: the source reader hands out the rows of one Arrow record batch through one reused
+ * record (a cursor, {@link #overBatch}) whose row is a {@link
+ * org.apache.flink.table.data.columnar.ColumnarRowData} view of the batch's Arrow vectors; the
+ * record and its row are valid only while the deserialization schema handles them, and move to the
+ * next row afterwards. Whoever keeps one longer keeps {@link #copy()} (Flink's own serializers copy
+ * emitted {@code RowData} when they must: no object reuse, network edges). Records made with the
+ * constructors and the other factories are immutable.
  *
  * <p>With {@code startup.mode = 'initial'} (SPEC section 9) a split first yields {@link
  * Kind#SNAPSHOT} rows: the bucket's merged rows as {@code +I}, with offset -1 and commit timestamp
@@ -42,13 +50,16 @@ public final class ChangelogRecord {
     }
 
     private final Kind kind;
-    @Nullable private final RowData row;
-    private final long offset;
-    private final long commitTimestampMs;
+    @Nullable private RowData row;
+    private long offset;
+    private long commitTimestampMs;
     private final TableBucket tableBucket;
-    @Nullable private final byte[] snapshotKey;
+    @Nullable private byte[] snapshotKey;
     private final long viewOffset;
     @Nullable private RowData.FieldGetter[] getters;
+    /** The batch a cursor reads ({@link #overBatch}); null for an immutable record. */
+    @Nullable private ArrowColumnarBatch batch;
+    private int index = -1;
 
     public ChangelogRecord(RowData row, long offset, long commitTimestampMs, TableBucket tableBucket) {
         this(Kind.CHANGELOG, Objects.requireNonNull(row, "row"), offset, commitTimestampMs, tableBucket, null, -1);
@@ -105,6 +116,63 @@ public final class ChangelogRecord {
         return r;
     }
 
+    /**
+     * A cursor over the rows of {@code batch} of {@code kind} ({@link Kind#CHANGELOG}, {@link
+     * Kind#CATCH_UP}: offsets and commit timestamps from the batch; {@link Kind#SNAPSHOT}: keys from
+     * the batch, view offset {@code viewOffset}); {@link #moveTo(int)} positions it. Used by the
+     * source reader; see the class comment for the lifetime of what it returns.
+     */
+    @Internal
+    public static ChangelogRecord overBatch(
+            Kind kind, ArrowColumnarBatch batch, long viewOffset, TableBucket tableBucket, RowData.FieldGetter[] getters) {
+        if (kind != Kind.CHANGELOG && kind != Kind.CATCH_UP && kind != Kind.SNAPSHOT) {
+            throw new IllegalArgumentException(kind + " records have no rows");
+        }
+        ChangelogRecord r = new ChangelogRecord(kind, null, -1, 0, tableBucket, null, kind == Kind.SNAPSHOT ? viewOffset : -1);
+        r.batch = Objects.requireNonNull(batch, "batch");
+        r.getters = Objects.requireNonNull(getters, "getters");
+        return r;
+    }
+
+    /**
+     * Moves a cursor ({@link #overBatch}) to row {@code i} of its batch; the previous row's view is
+     * reused.
+     *
+     * @throws IllegalStateException for a record that is not a cursor, or when the batch was released
+     */
+    @Internal
+    public void moveTo(int i) {
+        ArrowColumnarBatch b = batch;
+        if (b == null) {
+            throw new IllegalStateException(this + " is not a cursor over a batch");
+        }
+        row = b.row(i);
+        index = i;
+        if (kind != Kind.SNAPSHOT) {
+            offset = b.offset(i);
+            commitTimestampMs = b.commitTimestampMs(i);
+        }
+    }
+
+    /**
+     * This record as an immutable record that owns its data: for a cursor a copy of its current row
+     * (a {@link GenericRowData} of Flink internal data read with the field getters, the key copied),
+     * which stays valid after the batch is released; any other record is returned as it is.
+     */
+    public ChangelogRecord copy() {
+        if (batch == null) {
+            return this;
+        }
+        RowData r = row();
+        GenericRowData g = new GenericRowData(r.getRowKind(), r.getArity());
+        for (int i = 0; i < r.getArity(); i++) {
+            g.setField(i, getters[i].getFieldOrNull(r));
+        }
+        ChangelogRecord c = new ChangelogRecord(kind, g, offset, commitTimestampMs, tableBucket, snapshotKey(), viewOffset);
+        c.getters = getters;
+        return c;
+    }
+
     /** Marker: the emitted keys are caught up to {@code viewOffset}. */
     public static ChangelogRecord viewMarker(long viewOffset, TableBucket tableBucket) {
         return new ChangelogRecord(Kind.VIEW, null, -1, 0, tableBucket, null, viewOffset);
@@ -122,7 +190,7 @@ public final class ChangelogRecord {
 
     /** Whether this is a position marker without a row ({@link Kind#VIEW}, {@link Kind#SNAPSHOT_DONE}). */
     public boolean isMarker() {
-        return row == null;
+        return kind == Kind.VIEW || kind == Kind.SNAPSHOT_DONE;
     }
 
     /** The row's columns with its RowKind (+I, -U, +U, -D). */
@@ -155,6 +223,12 @@ public final class ChangelogRecord {
     /** The encoded primary key of a {@link Kind#SNAPSHOT} row; null for other kinds. */
     @Nullable
     public byte[] snapshotKey() {
+        if (batch != null && kind == Kind.SNAPSHOT) {
+            if (index < 0) {
+                throw new IllegalStateException(this + " is not positioned");
+            }
+            return batch.key(index);
+        }
         return snapshotKey;
     }
 

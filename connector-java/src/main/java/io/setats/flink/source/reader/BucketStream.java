@@ -4,10 +4,10 @@ import io.setats.flink.client.GatewayClient;
 import io.setats.flink.client.SetatsGatewayException;
 import io.setats.flink.source.deserializer.ChangelogRecord;
 import io.setats.flink.source.snapshot.BucketSnapshotReader;
-import io.setats.flink.source.snapshot.SnapshotRow;
 import io.setats.flink.source.split.SetatsSplit;
 import io.setats.flink.source.split.SnapshotPosition;
 import io.setats.flink.source.split.TableBucket;
+import io.setats.flink.utils.ArrowColumnarBatch;
 import io.setats.flink.utils.ArrowRowDataReader;
 import io.setats.proto.v1.ChangelogTicket;
 
@@ -17,13 +17,13 @@ import org.apache.arrow.flight.FlightRuntimeException;
 import org.apache.arrow.flight.FlightStream;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.flink.table.data.RowData;
-import org.apache.flink.table.data.binary.BinaryRowData;
 import org.apache.flink.table.types.logical.RowType;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import javax.annotation.Nullable;
+
 import java.io.IOException;
-import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -32,17 +32,20 @@ import java.util.concurrent.atomic.AtomicInteger;
  * BucketStream reads one split: one live DoGet of one bucket's changelog ({@code ChangelogTicket}
  * with {@code follow = true}, from the split's position). It has no thread of its own: the split
  * reader's single fetcher thread calls {@link #poll()} whenever the stream is in the reader's
- * {@link ReadySplits} queue, and each call converts at most one record batch into {@link
- * ChangelogRecord}s. gRPC's threads deliver the DoGet's messages into the call's {@code
+ * {@link ReadySplits} queue, and each call takes at most one record batch ({@link Fetched}: the
+ * batch's Arrow buffers moved out of the stream into an {@link ArrowColumnarBatch}, zero copy, read
+ * by the task thread through one cursor {@link ChangelogRecord}, released when Flink recycles the
+ * fetch). gRPC's threads deliver the DoGet's messages into the call's {@code
  * FlightStream} and queue this stream ({@link StreamEvents}), so the fetcher never blocks on one
  * idle bucket while another has rows.
  *
  * <p>Memory and back pressure: a {@code FlightStream} asks gRPC for a few messages ahead of the
- * ones read (Arrow Flight's client keeps up to 5 record batches per call); a batch is converted
+ * ones read (Arrow Flight's client keeps up to 5 record batches per call); a batch is taken
  * only when the fetcher polls it, and the fetcher stops polling while Flink's element queue is
  * full, so a slow job stops the gateway's sends through gRPC's flow control. Per reader, at most
- * about 5 record batches per split (each at most the gateway's batch size) plus Flink's element
- * queue are in memory.
+ * about 5 record batches per split (each at most the gateway's batch size) plus the batches in
+ * Flink's element queue (its capacity, 2 fetches by default) and the one being emitted are in
+ * memory.
  *
  * <p>The ticket carries the split's table id ({@code ChangelogTicket.table_id}, when known): if the
  * table was dropped and re-created since the split was made, the gateway fails the DoGet with
@@ -224,13 +227,43 @@ final class BucketStream {
     }
 
     /**
-     * Reads at most one record batch.
+     * What one poll took: the rows of one record batch, read through {@code cursor} ({@link
+     * ChangelogRecord#overBatch} over {@code batch}, which the receiver owns and closes), or
+     * position markers that own their data.
+     */
+    static final class Fetched {
+        @Nullable final ArrowColumnarBatch batch;
+        @Nullable final ChangelogRecord cursor;
+        @Nullable final List<ChangelogRecord> markers;
+
+        private Fetched(
+                @Nullable ArrowColumnarBatch batch,
+                @Nullable ChangelogRecord cursor,
+                @Nullable List<ChangelogRecord> markers) {
+            this.batch = batch;
+            this.cursor = cursor;
+            this.markers = markers;
+        }
+
+        static Fetched rows(ArrowColumnarBatch batch, ChangelogRecord cursor) {
+            return new Fetched(batch, cursor, null);
+        }
+
+        static Fetched marker(ChangelogRecord marker) {
+            return new Fetched(null, null, Collections.singletonList(marker));
+        }
+    }
+
+    /**
+     * Takes at most one record batch.
      *
-     * @return the converted rows (possibly a single position marker), or null when this poll had
-     *     nothing to hand out (the schema arrived, an empty batch, a failure being retried)
+     * @return the batch's rows (the caller owns the batch) or a single position marker, or null
+     *     when this poll had nothing to hand out (the schema arrived, an empty batch, a failure
+     *     being retried)
      * @throws IOException when the split cannot go on (see the class comment)
      */
-    List<ChangelogRecord> poll() throws IOException {
+    @Nullable
+    Fetched poll() throws IOException {
         try {
             switch (phase) {
                 case SNAPSHOT_OPEN:
@@ -296,7 +329,8 @@ final class BucketStream {
         }
     }
 
-    private List<ChangelogRecord> pollFollow() throws IOException {
+    @Nullable
+    private Fetched pollFollow() throws IOException {
         Call c = call;
         if (c == null || c.events.get() == 0) {
             return null;
@@ -334,26 +368,27 @@ final class BucketStream {
                 }
                 return null;
             }
-            ArrowRowDataReader reader = c.reader;
-            reader.bind(root);
-            BinaryRowData[] converted = reader.readBinaryRows(n);
-            List<ChangelogRecord> rows = new ArrayList<>(n);
-            TableBucket tb = split.tableBucket();
+            ArrowColumnarBatch batch = c.reader.takeBatch(root);
             long expected = nextOffset;
-            for (int i = 0; i < n; i++) {
-                long offset = reader.offset(i);
-                if (expected >= 0 && offset != expected) {
-                    throw new IOException(
-                            String.format(
-                                    "%s: expected offset %d next but the gateway sent offset %d "
-                                            + "(rows are never skipped silently)",
-                                    client.describe(ticket), expected, offset));
+            try {
+                for (int i = 0; i < n; i++) {
+                    long offset = batch.offset(i);
+                    if (expected >= 0 && offset != expected) {
+                        throw new IOException(
+                                String.format(
+                                        "%s: expected offset %d next but the gateway sent offset %d "
+                                                + "(rows are never skipped silently)",
+                                        client.describe(ticket), expected, offset));
+                    }
+                    expected = offset + 1;
                 }
-                expected = offset + 1;
-                rows.add(new ChangelogRecord(converted[i], offset, reader.commitTimestampMs(i), tb, c.getters));
+            } catch (IOException | RuntimeException e) {
+                batch.close();
+                throw e;
             }
             nextOffset = expected;
-            return rows;
+            return Fetched.rows(
+                    batch, ChangelogRecord.overBatch(ChangelogRecord.Kind.CHANGELOG, batch, -1, split.tableBucket(), c.getters));
         } catch (FlightRuntimeException e) {
             followFailed(SetatsGatewayException.of(client.describe(ticket), e));
             return null;
@@ -479,8 +514,9 @@ final class BucketStream {
      * keys already returned, then the keys after the last one returned, so nothing is skipped and
      * nothing returned twice. Gives up after {@code scan.reconnect-timeout} without a row.
      */
-    private List<ChangelogRecord> pollSnapshotPhase() throws IOException {
-        List<ChangelogRecord> rows;
+    @Nullable
+    private Fetched pollSnapshotPhase() throws IOException {
+        Fetched rows;
         try {
             switch (phase) {
                 case SNAPSHOT_OPEN:
@@ -500,25 +536,28 @@ final class BucketStream {
             return null;
         }
         if (rows != null) {
-            for (ChangelogRecord r : rows) {
-                returned(r);
-            }
+            returned(rows);
         }
         return rows;
     }
 
-    /** Moves {@link #snapshotPos} the way the split state moves when {@code r} is emitted. */
-    private void returned(ChangelogRecord r) {
+    /**
+     * Moves {@link #snapshotPos} the way the split state moves when the rows (their last row) or
+     * the marker of {@code f} are emitted.
+     */
+    private void returned(Fetched f) {
         if (snapshotPos == null) {
             return;
         }
+        ChangelogRecord r = f.batch != null ? f.cursor : f.markers.get(0);
+        int last = f.batch != null ? f.batch.numRows() - 1 : -1;
         switch (r.kind()) {
             case SNAPSHOT:
-                snapshotPos = new SnapshotPosition(r.viewOffset(), r.snapshotKey());
+                snapshotPos = new SnapshotPosition(r.viewOffset(), f.batch.key(last));
                 snapshotProgressed = true;
                 break;
             case CATCH_UP:
-                snapshotPos = new SnapshotPosition(r.offset() + 1, snapshotPos.afterKey());
+                snapshotPos = new SnapshotPosition(f.batch.offset(last) + 1, snapshotPos.afterKey());
                 snapshotProgressed = true;
                 break;
             case VIEW:
@@ -554,7 +593,8 @@ final class BucketStream {
         reconnectAtMs = System.currentTimeMillis() + waitMs;
     }
 
-    private List<ChangelogRecord> openSnapshot() throws IOException {
+    @Nullable
+    private Fetched openSnapshot() throws IOException {
         SnapshotPosition pos = snapshotPos;
         TableBucket tb = split.tableBucket();
         byte[] after = pos.hasKey() ? pos.afterKey() : null;
@@ -574,14 +614,15 @@ final class BucketStream {
                             client.describe(ticket), e, pos.viewOffset()));
         }
         if (e == pos.viewOffset()) {
-            return Collections.singletonList(ChangelogRecord.viewMarker(e, tb));
+            return Fetched.marker(ChangelogRecord.viewMarker(e, tb));
         }
         openCatchUp(pos.viewOffset(), e, after);
         return null;
     }
 
-    private List<ChangelogRecord> pollSnapshot() throws IOException {
-        List<SnapshotRow> batch = snapshotReader.nextBatch();
+    @Nullable
+    private Fetched pollSnapshot() throws IOException {
+        ArrowColumnarBatch batch = snapshotReader.nextColumnarBatch();
         TableBucket tb = split.tableBucket();
         if (batch == null) {
             snapshotReader.close();
@@ -591,16 +632,16 @@ final class BucketStream {
             nextOffset = e;
             snapshotBackoff = false;
             startFollowing();
-            return Collections.singletonList(ChangelogRecord.snapshotDone(e, tb));
+            return Fetched.marker(ChangelogRecord.snapshotDone(e, tb));
         }
-        if (batch.isEmpty()) {
+        if (batch.numRows() == 0) {
+            batch.close();
             return null;
         }
-        List<ChangelogRecord> rows = new ArrayList<>(batch.size());
-        for (SnapshotRow row : batch) {
-            rows.add(ChangelogRecord.snapshotRow(row.row(), row.key(), snapshotEnd, tb, snapshotReader.fieldGetters()));
-        }
-        return rows;
+        return Fetched.rows(
+                batch,
+                ChangelogRecord.overBatch(
+                        ChangelogRecord.Kind.SNAPSHOT, batch, snapshotEnd, tb, snapshotReader.fieldGetters()));
     }
 
     /**
@@ -627,7 +668,8 @@ final class BucketStream {
         phase = Phase.CATCH_UP;
     }
 
-    private List<ChangelogRecord> pollCatchUp() throws IOException {
+    @Nullable
+    private Fetched pollCatchUp() throws IOException {
         long from = catchUpFrom;
         long to = snapshotEnd;
         String where = client.describe(ticket) + " catch-up [" + from + ", " + to + ")";
@@ -636,26 +678,31 @@ final class BucketStream {
             if (!catchUp.next()) {
                 closeCatchUp();
                 phase = Phase.SNAPSHOT_ROWS;
-                return Collections.singletonList(ChangelogRecord.viewMarker(to, tb));
+                return Fetched.marker(ChangelogRecord.viewMarker(to, tb));
             }
             VectorSchemaRoot root = catchUp.getRoot();
             int n = root.getRowCount();
             if (n == 0) {
                 return null;
             }
-            ArrowRowDataReader reader = catchUpReader;
-            reader.bind(root);
-            List<ChangelogRecord> rows = new ArrayList<>(n);
-            for (int i = 0; i < n; i++) {
-                long offset = reader.offset(i);
-                if (offset <= catchUpLast || offset >= to) {
-                    throw new IOException(
-                            String.format("%s: got offset %d after %d", where, offset, catchUpLast));
+            ArrowColumnarBatch batch = catchUpReader.takeBatch(root);
+            try {
+                for (int i = 0; i < n; i++) {
+                    long offset = batch.offset(i);
+                    if (offset <= catchUpLast || offset >= to) {
+                        throw new IOException(
+                                String.format("%s: got offset %d after %d", where, offset, catchUpLast));
+                    }
+                    catchUpLast = offset;
                 }
-                catchUpLast = offset;
-                rows.add(ChangelogRecord.catchUpRow(reader.read(i), offset, reader.commitTimestampMs(i), tb));
+            } catch (IOException | RuntimeException e) {
+                batch.close();
+                throw e;
             }
-            return rows;
+            return Fetched.rows(
+                    batch,
+                    ChangelogRecord.overBatch(
+                            ChangelogRecord.Kind.CATCH_UP, batch, -1, tb, catchUpReader.fieldGetters()));
         } catch (FlightRuntimeException e) {
             throw SetatsGatewayException.of(where + " (catch-up of a resumed snapshot)", e);
         }

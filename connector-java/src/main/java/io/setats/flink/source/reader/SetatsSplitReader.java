@@ -4,6 +4,7 @@ import io.setats.flink.client.GatewayClient;
 import io.setats.flink.source.SetatsSourceConfig;
 import io.setats.flink.source.deserializer.ChangelogRecord;
 import io.setats.flink.source.split.SetatsSplit;
+import io.setats.flink.utils.ArrowColumnarBatch;
 
 import org.apache.flink.connector.base.source.reader.RecordsBySplits;
 import org.apache.flink.connector.base.source.reader.RecordsWithSplitIds;
@@ -29,8 +30,9 @@ import java.util.concurrent.ConcurrentHashMap;
  * ({@code SingleThreadFetcherManager}): no thread per split. Each split keeps its own live DoGet
  * ({@link BucketStream}); gRPC delivers the messages of all of them and queues the split whose
  * DoGet has a message in {@link ReadySplits}. {@link #fetch()} waits on that queue (no polling
- * timer) until a split is ready or {@link #wakeUp()} is called, converts one record batch of the
- * head split and returns it; a split with more batches goes back to the tail of the queue, so
+ * timer) until a split is ready or {@link #wakeUp()} is called, takes one record batch of the
+ * head split and returns it ({@link BatchRecords}: the batch's rows through one reused cursor,
+ * the batch's Arrow memory released when Flink recycles the fetch, or when this reader closes); a split with more batches goes back to the tail of the queue, so
  * splits with a backlog take turns batch by batch. A split's batches come in the order its bucket's
  * stream produced them.
  *
@@ -57,6 +59,11 @@ public final class SetatsSplitReader implements SplitReader<ChangelogRecord, Set
     private final ReadySplits ready = new ReadySplits();
     private final Map<String, BucketStream> streams = new ConcurrentHashMap<>();
     private final Set<String> finishedSplits = new HashSet<>();
+    /**
+     * Batches handed to the task thread and not recycled yet (Flink drops the fetches still queued
+     * when the reader closes): released by {@link #close()}.
+     */
+    private final Set<ArrowColumnarBatch> outstanding = ConcurrentHashMap.newKeySet();
 
     /** @param subtaskIndex the source subtask (unused since the reader has no threads to name) */
     public SetatsSplitReader(SetatsSourceConfig config, RowType readType, int subtaskIndex) {
@@ -87,7 +94,7 @@ public final class SetatsSplitReader implements SplitReader<ChangelogRecord, Set
             if (streams.get(s.splitId()) != s || s.isPaused()) {
                 continue; // removed meanwhile, or paused: resume() queues it again
             }
-            List<ChangelogRecord> rows = s.poll();
+            BucketStream.Fetched rows = s.poll();
             if (s.isRetired()) {
                 // The split's partition was dropped: the split is finished (SourceReaderBase
                 // drops it from the reader's state; the enumerator is told, SplitsRetiredEvent).
@@ -98,11 +105,12 @@ public final class SetatsSplitReader implements SplitReader<ChangelogRecord, Set
             if (s.hasWork() && !s.isPaused()) {
                 ready.signal(s);
             }
-            if (rows != null && !rows.isEmpty()) {
-                RecordsBySplits.Builder<ChangelogRecord> out = new RecordsBySplits.Builder<>();
-                out.addAll(s.splitId(), rows);
-                out.addFinishedSplits(drainFinished());
-                return out.build();
+            if (rows != null) {
+                if (rows.batch == null) {
+                    return BatchRecords.ofRecords(s.splitId(), rows.markers, drainFinished());
+                }
+                outstanding.add(rows.batch);
+                return BatchRecords.ofBatch(s.splitId(), rows.batch, rows.cursor, drainFinished(), outstanding::remove);
             }
         }
     }
@@ -203,6 +211,10 @@ public final class SetatsSplitReader implements SplitReader<ChangelogRecord, Set
         for (BucketStream s : all) {
             s.close();
         }
+        for (ArrowColumnarBatch b : new ArrayList<>(outstanding)) {
+            b.close();
+        }
+        outstanding.clear();
         try {
             client.close();
         } catch (RuntimeException e) {

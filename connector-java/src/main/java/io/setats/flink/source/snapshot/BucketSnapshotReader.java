@@ -3,6 +3,7 @@ package io.setats.flink.source.snapshot;
 import io.setats.flink.client.GatewayClient;
 import io.setats.flink.client.SetatsGatewayException;
 import io.setats.flink.source.split.TableBucket;
+import io.setats.flink.utils.ArrowColumnarBatch;
 import io.setats.flink.utils.ArrowRowDataReader;
 import io.setats.flink.utils.SetatsTypes;
 import io.setats.proto.v1.ChangelogTicket;
@@ -14,6 +15,7 @@ import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.types.pojo.Schema;
 import org.apache.flink.table.data.RowData;
 import org.apache.flink.table.data.binary.BinaryRowData;
+import org.apache.flink.table.runtime.typeutils.RowDataSerializer;
 import org.apache.flink.table.types.logical.RowType;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -46,11 +48,12 @@ import java.util.Objects;
  *       resumes after it, on a new view whose E may be newer; the caller then reads the changelog
  *       {@code [old E, new E)} with {@code max_key = afterKey} to catch up the rows it had already
  *       received (what {@code setats-cdc} does on restore).
- *   <li><b>Conversion.</b> Arrow to RowData goes through {@link
- *       ArrowRowDataReader#readBinaryRows(int)} (the connector's one converter, the same as the
- *       changelog path's): each batch is converted at once into packed {@link BinaryRowData}, so
- *       no Arrow memory outlives {@link #nextBatch()}. Read the rows' fields with the typed
- *       getters or {@link #fieldGetters()}.
+ *   <li><b>Rows.</b> {@link #nextColumnarBatch()} hands out each record batch as an {@link
+ *       ArrowColumnarBatch} (the changelog path's: Flink {@code ColumnarRowData} views over the
+ *       Arrow vectors, no per-row objects), which the caller closes. {@link #nextBatch()} copies
+ *       those views into {@link BinaryRowData} (Flink's {@code RowDataSerializer}) and closes the
+ *       batch, so no Arrow memory outlives it. Read the rows' fields with the typed getters or
+ *       {@link #fieldGetters()}.
  * </ul>
  *
  * <p>Errors are {@link SetatsGatewayException}s naming the table, partition and bucket: NotFound
@@ -78,6 +81,7 @@ public final class BucketSnapshotReader implements AutoCloseable {
     private final VectorSchemaRoot root;
     private final ArrowRowDataReader reader;
     private final long endOffset;
+    private final RowDataSerializer serializer;
     @Nullable private byte[] lastKey;
     private long rowsRead;
     private boolean done;
@@ -110,6 +114,7 @@ public final class BucketSnapshotReader implements AutoCloseable {
             throw new IOException(where() + ": the stream lacks the " + SetatsTypes.KEY_COLUMN + " column");
         }
         this.endOffset = endOffsetOf(schema, where());
+        this.serializer = new RowDataSerializer(readType);
     }
 
     /**
@@ -230,6 +235,34 @@ public final class BucketSnapshotReader implements AutoCloseable {
      */
     @Nullable
     public List<SnapshotRow> nextBatch() {
+        ArrowColumnarBatch batch = nextColumnarBatch();
+        if (batch == null) {
+            return null;
+        }
+        try {
+            int n = batch.numRows();
+            List<SnapshotRow> out = new ArrayList<>(n);
+            for (int i = 0; i < n; i++) {
+                BinaryRowData row = serializer.toBinaryRow(batch.row(i)).copy();
+                out.add(new SnapshotRow(batch.key(i), row));
+            }
+            return out;
+        } finally {
+            batch.close();
+        }
+    }
+
+    /**
+     * The next record batch, in key order, as an {@link ArrowColumnarBatch} the caller owns and
+     * closes (its rows are {@code +I} views, its {@link ArrowColumnarBatch#key(int)} the resume
+     * keys); an empty batch is possible (the gateway sends one for an empty bucket). Blocks until
+     * the gateway sends it.
+     *
+     * @return the batch, or null once the view is read to its end
+     * @throws SetatsGatewayException on a gateway error (Aborted, NotFound, ...)
+     */
+    @Nullable
+    public ArrowColumnarBatch nextColumnarBatch() {
         if (done) {
             return null;
         }
@@ -243,20 +276,13 @@ public final class BucketSnapshotReader implements AutoCloseable {
             done = true;
             return null;
         }
-        int n = root.getRowCount();
-        List<SnapshotRow> out = new ArrayList<>(n);
-        if (n == 0) {
-            return out;
+        ArrowColumnarBatch batch = reader.takeBatch(root);
+        int n = batch.numRows();
+        if (n > 0) {
+            lastKey = batch.key(n - 1);
+            rowsRead += n;
         }
-        reader.bind(root);
-        // The whole batch at once, into packed BinaryRowData: the changelog path's conversion.
-        BinaryRowData[] rows = reader.readBinaryRows(n);
-        for (int i = 0; i < n; i++) {
-            out.add(new SnapshotRow(reader.key(i), rows[i]));
-        }
-        lastKey = out.get(n - 1).key();
-        rowsRead += n;
-        return out;
+        return batch;
     }
 
     /** Every remaining row (tests and small tables; a large bucket should be read batch by batch). */

@@ -122,6 +122,7 @@ class InitialSplitReaderITCase {
                         apply(r);
                     }
                 }
+                batch.recycle();
             }
         }
 
@@ -135,15 +136,15 @@ class InitialSplitReaderITCase {
                     state.snapshotDone(r.viewOffset());
                     break;
                 case SNAPSHOT:
-                    emitted.add(r);
+                    emitted.add(r.copy());
                     state.snapshotRowEmitted(r.viewOffset(), r.snapshotKey());
                     break;
                 case CATCH_UP:
-                    emitted.add(r);
+                    emitted.add(r.copy());
                     state.catchUpRowEmitted(r.offset());
                     break;
                 default:
-                    emitted.add(r);
+                    emitted.add(r.copy());
                     state.emitted(r.offset());
             }
         }
