@@ -211,6 +211,7 @@ func (b *stagingBudget) wait(ctx context.Context, onWait func()) error {
 type deliveryMetrics struct {
 	stagedBytes  *prometheus.GaugeVec   // table
 	stagedRows   *prometheus.GaugeVec   // table
+	stagedBatch  *prometheus.CounterVec // table
 	expiredRows  *prometheus.CounterVec // table
 	expiredBytes *prometheus.CounterVec // table
 	abortedRows  *prometheus.CounterVec // table
@@ -229,6 +230,10 @@ func newDeliveryMetrics(register func(prometheus.Collector)) *deliveryMetrics {
 		stagedRows: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "setats_staged_rows",
 			Help: "Exactly-once rows staged and not yet committed, dropped or expired, per open table.",
+		}, []string{"table"}),
+		stagedBatch: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "setats_staged_batches_total",
+			Help: "DoPut record batches staged durably and acknowledged for an exactly-once commit (a commit counts once in setats_write_batches_total), per table.",
 		}, []string{"table"}),
 		expiredRows: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "setats_staging_expired_rows_total",
@@ -259,7 +264,7 @@ func newDeliveryMetrics(register func(prometheus.Collector)) *deliveryMetrics {
 			Help: "Staging DoPut batches that waited because the staging budget was full.",
 		}),
 	}
-	for _, c := range []prometheus.Collector{m.stagedBytes, m.stagedRows, m.expiredRows, m.expiredBytes, m.abortedRows,
+	for _, c := range []prometheus.Collector{m.stagedBytes, m.stagedRows, m.stagedBatch, m.expiredRows, m.expiredBytes, m.abortedRows,
 		m.commits, m.duplicates, m.budgetUsed, m.budgetWaits} {
 		register(c)
 	}

@@ -273,6 +273,9 @@ func (s *Server) sendAcks(stream flight.FlightService_DoPutServer, enc encoding,
 			if c.Duplicate {
 				s.metrics.delivery.duplicates.WithLabelValues(ot.label).Inc()
 			} else {
+				if c.Staged {
+					s.metrics.delivery.stagedBatch.WithLabelValues(ot.label).Inc()
+				}
 				s.metrics.writeLatency.WithLabelValues(ot.label).Observe(time.Since(a.begin).Seconds())
 			}
 		}

@@ -134,6 +134,7 @@ func (s *Server) Start() (err error) {
 	s.cache = pebble.NewCache(s.opts.BlockCacheBytes)
 	s.budget = newStagingBudget(s.opts.StagingBudgetBytes)
 	s.tables = newTableRegistry(s)
+	s.metrics.reg.MustRegister(newPebbleCollector(s.tables.openStores))
 	s.initLimits()
 	whDir, err := catalog.WarehouseDir(s.cat.Warehouse())
 	if err != nil {
