@@ -57,8 +57,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  *
  * <p>Per run, alternating the order: at-least-once, exactly-once (rows/s from job submission
  * until the job finished; end of input waits for every WriteAck, and for exactly-once the last
- * commit, so every row is durable and visible then; gateway CPU seconds from {@code
- * /proc/<pid>/stat}), then the load generator's own DoPut ingest of the same rows (its phase (a):
+ * commit, so every row is durable and visible then), then the load generator's own DoPut ingest
+ * of the same rows (its phase (a):
  * 2 DoPut streams of 4096-row batches, records built before the clock starts, its own gateway
  * process). Then write-to-visible latency (a row's emission time to its arrival at a changelog
  * reader polling every 50 ms) for exactly-once with 1 s and 10 s checkpoints and for
@@ -71,6 +71,21 @@ import static org.assertj.core.api.Assertions.assertThat;
  * -Dsetats.bench.latency-rate}, {@code -Dsetats.bench.latency-seconds}). The JVM's CPU seconds
  * per job (the MiniCluster runs in this JVM) are printed beside the gateway's: they depend much
  * less on the machine's load than rows/s.
+ *
+ * <p>Fairness: every throughput job (warm-ups included) runs against a gateway process of its own,
+ * started for it on a fresh warehouse and stopped after it, so no earlier job's tables flush or
+ * compact in the background while a job is measured, and each mode's gateway CPU comes from
+ * processes that served only that mode. Gateway CPU seconds ({@code /proc/<pid>/stat}, the
+ * process's start-up excluded) are taken twice: at the end of the job ({@code gateway_cpu_s}),
+ * and after a settle step ({@code settled_cpu_s}: polls {@code /metrics} until the table's Pebble
+ * DB and its staging DB have no flush and no compaction in progress, 5 polls 200 ms apart in a
+ * row, at most 60 s), which adds the background work the job left behind. Both are reported per
+ * mode with their ratio, and the Pebble metrics of the table's DB and the staging DB per job
+ * (flushes, compactions, WAL / flushed / compacted MB). Rows per DoPut batch count the staged
+ * batches for exactly-once ({@code setats_staged_batches_total}; {@code
+ * setats_write_batches_total} counts a commit once). Each job's gateway pid is printed, so with
+ * {@code SETATS_CPU_PROFILE=/tmp/gw-%p.prof} (gateway/README.md, "CPU profile") each job's
+ * profile can be told apart.
  */
 class SetatsSinkBenchmark {
 
@@ -139,6 +154,7 @@ class SetatsSinkBenchmark {
         }
         List<Double> alo = new ArrayList<>(), eo = new ArrayList<>(), doput = new ArrayList<>();
         List<Double> aloCpu = new ArrayList<>(), eoCpu = new ArrayList<>(), doputCpu = new ArrayList<>();
+        List<Double> aloSettled = new ArrayList<>(), eoSettled = new ArrayList<>();
         String load0 = loadAverage();
         long warmup = Long.getLong("setats.bench.warmup-rows", rows / 5);
         if (warmup > 0) {
@@ -162,6 +178,7 @@ class SetatsSinkBenchmark {
                 }
                 (exactly ? eo : alo).add(r[0]);
                 (exactly ? eoCpu : aloCpu).add(r[1]);
+                (exactly ? eoSettled : aloSettled).add(r[2]);
             }
             double[] d = loadGenerator(keys);
             doput.add(d[0]);
@@ -173,12 +190,18 @@ class SetatsSinkBenchmark {
         String load = String.format("runs=%d rows=%d load_average_start=\"%s\" load_average_end=\"%s\"", runs, rows, load0, load1);
         System.out.printf("figure eo-vs-alo-rows-per-s alo=%.0f eo=%.0f ratio=%.2f %s%n", aloM, eoM, eoM / aloM, load);
         System.out.printf("figure eo-vs-alo-gateway-cpu-s alo=%.2f eo=%.2f ratio=%.2f %s%n", aloC, eoC, eoC / aloC, load);
+        double aloS = median(aloSettled), eoS = median(eoSettled);
+        System.out.printf(
+                "figure eo-vs-alo-gateway-settled-cpu-s alo=%.2f eo=%.2f ratio=%.2f eo_us_per_row=%.2f alo_us_per_row=%.2f %s%n",
+                aloS, eoS, eoS / aloS, eoS * 1e6 / rows, aloS * 1e6 / rows, load);
         System.out.printf(
                 "figure sink-vs-doput-rows-per-s sink_alo=%.0f sink_eo=%.0f doput=%.0f ratio=%.2f ratio_eo=%.2f %s%n",
                 aloM, eoM, doputM, aloM / doputM, eoM / doputM, load);
         System.out.printf(
                 "figure sink-vs-doput-gateway-cpu-s sink_alo=%.2f doput=%.2f ratio=%.2f %s%n", aloC, doputC, aloC / doputC, load);
-        System.out.printf("runs alo=%s eo=%s doput=%s alo_cpu=%s eo_cpu=%s doput_cpu=%s%n", alo, eo, doput, aloCpu, eoCpu, doputCpu);
+        System.out.printf(
+                "runs alo=%s eo=%s doput=%s alo_cpu=%s eo_cpu=%s alo_settled_cpu=%s eo_settled_cpu=%s doput_cpu=%s%n",
+                alo, eo, doput, aloCpu, eoCpu, aloSettled, eoSettled, doputCpu);
 
         long seconds = Long.getLong("setats.bench.latency-seconds", 30L);
         for (long ckpt : new long[] {1_000, 10_000}) {
@@ -260,9 +283,13 @@ class SetatsSinkBenchmark {
     }
 
     private SetatsSinkBuilder<RowData> sink(String table, DeliveryGuarantee g) {
+        return sink(GATEWAY, table, g);
+    }
+
+    private static SetatsSinkBuilder<RowData> sink(SetatsGatewayProcess gw, String table, DeliveryGuarantee g) {
         return SetatsSink.builder()
-                .setManagerUrl(GATEWAY.managerUrl())
-                .setWarehouse(GATEWAY.warehouse().toString())
+                .setManagerUrl(gw.managerUrl())
+                .setWarehouse(gw.warehouse().toString())
                 .setCatalogType("hadoop")
                 .setCatalogName("setats")
                 .setDatabase("bench")
@@ -275,36 +302,109 @@ class SetatsSinkBenchmark {
                 .setDeliveryGuarantee(g);
     }
 
-    /** Rows/s and gateway CPU seconds of one 1M-upsert job. */
+    /**
+     * Rows/s, gateway CPU seconds until the job finished, and gateway CPU seconds after the
+     * settle step, of one upsert job against a gateway process of its own (see the class
+     * docstring).
+     */
     private double[] throughput(String table, DeliveryGuarantee g, long rows, long keys) throws Exception {
-        StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
-        env.setParallelism(2);
-        env.enableCheckpointing(1_000);
-        env.fromSequence(0, rows - 1)
-                .map(new SeedRows(keys))
-                .returns(InternalTypeInfo.of(SEED))
-                .sinkTo(sink(table, g).build());
-        double cpu0 = gatewayCpuSeconds();
-        double jvm0 = jvmCpuSeconds();
-        long start = System.nanoTime();
-        env.execute("setats sink benchmark " + g);
-        double seconds = (System.nanoTime() - start) / 1e9;
-        double cpu = gatewayCpuSeconds() - cpu0;
-        double jvm = jvmCpuSeconds() - jvm0;
-        try (GatewayClient c = GATEWAY.client()) {
-            long changelog = 0;
-            for (BucketOffsets b : c.listBuckets("bench", table).getBucketsList()) {
-                changelog += b.getEndOffset();
+        try (SetatsGatewayProcess gw = new SetatsGatewayProcess()) {
+            gw.start();
+            StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
+            env.setParallelism(2);
+            env.enableCheckpointing(1_000);
+            env.fromSequence(0, rows - 1)
+                    .map(new SeedRows(keys))
+                    .returns(InternalTypeInfo.of(SEED))
+                    .sinkTo(sink(gw, table, g).build());
+            double cpu0 = cpuSeconds(gw.pid());
+            double jvm0 = jvmCpuSeconds();
+            long start = System.nanoTime();
+            env.execute("setats sink benchmark " + g);
+            double seconds = (System.nanoTime() - start) / 1e9;
+            double cpu = cpuSeconds(gw.pid()) - cpu0;
+            double jvm = jvmCpuSeconds() - jvm0;
+            long settleStart = System.nanoTime();
+            boolean settled = settle(gw, table);
+            double settleSeconds = (System.nanoTime() - settleStart) / 1e9;
+            double settledCpu = cpuSeconds(gw.pid()) - cpu0;
+            try (GatewayClient c = gw.client()) {
+                long changelog = 0;
+                for (BucketOffsets b : c.listBuckets("bench", table).getBucketsList()) {
+                    changelog += b.getEndOffset();
+                }
+                System.out.printf(
+                        "SETATS-BENCH %s %s rows=%d keys=%d seconds=%.2f rows_per_s=%.0f changelog_rows=%d gateway_cpu_s=%.2f settled_cpu_s=%.2f settle_s=%.1f settled=%s gateway_pid=%d jvm_cpu_s=%.2f jvm_cpu_us_per_row=%.2f load_average=\"%s\"%n",
+                        g, table, rows, keys, seconds, rows / seconds, changelog, cpu, settledCpu, settleSeconds, settled,
+                        gw.pid(), jvm, jvm * 1e6 / rows, loadAverage());
+                assertThat(changelog).isGreaterThanOrEqualTo(keys);
+                String metrics = metrics(gw);
+                String label = "table=\"bench." + table + "\"";
+                double batches =
+                        g == DeliveryGuarantee.EXACTLY_ONCE
+                                ? series(metrics, "setats_staged_batches_total", label)
+                                : series(metrics, "setats_write_batches_total", label);
+                System.out.printf(
+                        "SETATS-BENCH %s DoPut batches=%.0f rows_per_batch=%.0f%n", table, batches, rows / Math.max(1, batches));
+                for (String db : new String[] {"table", "staging"}) {
+                    String l = "db=\"" + db + "\"," + label;
+                    if (series(metrics, "setats_pebble_wal_bytes_written_total", l) == 0) {
+                        continue;
+                    }
+                    System.out.printf(
+                            "SETATS-BENCH %s pebble db=%s flushes=%.0f compactions=%.0f wal_mb=%.1f flushed_mb=%.1f compacted_mb=%.1f l0_files=%.0f%n",
+                            table, db, series(metrics, "setats_pebble_flushes_total", l),
+                            series(metrics, "setats_pebble_compactions_total", l),
+                            series(metrics, "setats_pebble_wal_bytes_written_total", l) / 1e6,
+                            series(metrics, "setats_pebble_flushed_bytes_total", l) / 1e6,
+                            series(metrics, "setats_pebble_compacted_bytes_total", l) / 1e6,
+                            series(metrics, "setats_pebble_l0_files", l));
+                }
             }
-            System.out.printf(
-                    "SETATS-BENCH %s %s rows=%d keys=%d seconds=%.2f rows_per_s=%.0f changelog_rows=%d gateway_cpu_s=%.2f jvm_cpu_s=%.2f jvm_cpu_us_per_row=%.2f load_average=\"%s\"%n",
-                    g, table, rows, keys, seconds, rows / seconds, changelog, cpu, jvm, jvm * 1e6 / rows, loadAverage());
-            assertThat(changelog).isGreaterThanOrEqualTo(keys);
-            double batches = GATEWAY.tableMetric("setats_write_batches_total", "bench", table);
-            System.out.printf(
-                    "SETATS-BENCH %s DoPut batches=%.0f rows_per_batch=%.0f%n", table, batches, rows / Math.max(1, batches));
+            return new double[] {rows / seconds, cpu, settledCpu};
         }
-        return new double[] {rows / seconds, cpu};
+    }
+
+    /**
+     * Waits until the table's Pebble DBs have no flush and no compaction in progress on 5 polls
+     * in a row, 200 ms apart, for at most 60 s; false when that bound was reached.
+     */
+    private static boolean settle(SetatsGatewayProcess gw, String table) throws Exception {
+        String label = "table=\"bench." + table + "\"";
+        long deadline = System.nanoTime() + 60_000_000_000L;
+        int quiet = 0;
+        while (System.nanoTime() < deadline) {
+            String m = metrics(gw);
+            double busy = 0;
+            for (String db : new String[] {"table", "staging"}) {
+                String l = "db=\"" + db + "\"," + label;
+                busy += series(m, "setats_pebble_flushes_in_progress", l) + series(m, "setats_pebble_compactions_in_progress", l);
+            }
+            quiet = busy == 0 ? quiet + 1 : 0;
+            if (quiet >= 5) {
+                return true;
+            }
+            Thread.sleep(200);
+        }
+        return false;
+    }
+
+    /** The gateway's /metrics body. */
+    private static String metrics(SetatsGatewayProcess gw) throws Exception {
+        return java.net.http.HttpClient.newHttpClient()
+                .send(
+                        java.net.http.HttpRequest.newBuilder(java.net.URI.create("http://" + gw.adminAddr() + "/metrics")).build(),
+                        java.net.http.HttpResponse.BodyHandlers.ofString())
+                .body();
+    }
+
+    /** The value of the series {@code name{labels}} in a /metrics body (labels as exported), else 0. */
+    private static double series(String metrics, String name, String labels) {
+        java.util.regex.Matcher m =
+                java.util.regex.Pattern.compile(
+                                "(?m)^" + java.util.regex.Pattern.quote(name + "{" + labels + "}") + " ([0-9.e+-]+)$")
+                        .matcher(metrics);
+        return m.find() ? Double.parseDouble(m.group(1)) : 0;
     }
 
     /**
@@ -484,9 +584,9 @@ class SetatsSinkBenchmark {
         }
     }
 
-    /** utime + stime of the gateway process, in seconds (Linux /proc). */
-    private static double gatewayCpuSeconds() throws IOException {
-        String stat = new String(Files.readAllBytes(Paths.get("/proc/" + GATEWAY.pid() + "/stat")));
+    /** utime + stime of process pid, in seconds (Linux /proc). */
+    private static double cpuSeconds(long pid) throws IOException {
+        String stat = new String(Files.readAllBytes(Paths.get("/proc/" + pid + "/stat")));
         String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
         return (Long.parseLong(f[11]) + Long.parseLong(f[12])) / 100.0;
     }
