@@ -367,7 +367,9 @@ class SetatsSinkBenchmark {
 
     /**
      * Waits until the table's Pebble DBs have no flush and no compaction in progress on 5 polls
-     * in a row, 200 ms apart, for at most 60 s; false when that bound was reached.
+     * in a row, 200 ms apart, for at most 60 s; false when that bound was reached or the gateway
+     * exports no Pebble metrics (a gateway older than {@code setats_pebble_*}: then nothing is
+     * waited for).
      */
     private static boolean settle(SetatsGatewayProcess gw, String table) throws Exception {
         String label = "table=\"bench." + table + "\"";
@@ -375,6 +377,9 @@ class SetatsSinkBenchmark {
         int quiet = 0;
         while (System.nanoTime() < deadline) {
             String m = metrics(gw);
+            if (!m.contains("setats_pebble_flushes_in_progress{db=\"table\"," + label + "}")) {
+                return false;
+            }
             double busy = 0;
             for (String db : new String[] {"table", "staging"}) {
                 String l = "db=\"" + db + "\"," + label;
