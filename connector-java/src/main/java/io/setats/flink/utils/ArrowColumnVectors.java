@@ -86,17 +86,22 @@ final class ArrowColumnVectors {
         }
     }
 
-    /** Nulls from the Arrow validity bitmap. */
+    /**
+     * Nulls from the Arrow validity bitmap; a vector without nulls in this batch (counted once,
+     * when the batch is taken) answers without reading the bitmap per value.
+     */
     private abstract static class Base implements ColumnVector {
         final FieldVector v;
+        private final boolean noNulls;
 
         Base(FieldVector v) {
             this.v = v;
+            this.noNulls = v.getNullCount() == 0;
         }
 
         @Override
         public boolean isNullAt(int i) {
-            return v.isNull(i);
+            return !noNulls && v.isNull(i);
         }
     }
 
