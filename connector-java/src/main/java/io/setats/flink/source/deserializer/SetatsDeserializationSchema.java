@@ -10,6 +10,10 @@ import java.io.Serializable;
  * SetatsDeserializationSchema turns changelog rows of a Setats table into the records a {@link
  * io.setats.flink.source.SetatsCdcSource} emits. It is called in the task's mailbox thread, once
  * per changelog row, in offset order per bucket; it may emit zero, one or more records per row.
+ * The record and its row are valid only during {@link #deserialize} (the reader reuses them for
+ * the next row of the Arrow batch, see {@link ChangelogRecord}); keep {@link ChangelogRecord#copy()}
+ * to hold one longer. Emitted {@code RowData} may be the record's row itself: Flink copies it
+ * when it must (object reuse off, network edges).
  *
  * <p>{@link RowDataDeserializationSchema} emits the rows as {@code RowData} (optionally with
  * metadata columns); {@link #of(RowConverter, org.apache.flink.api.common.typeinfo.TypeInformation)}
