@@ -253,7 +253,8 @@ func (f *flightService) DoGet(tkt *flight.Ticket, stream flight.FlightService_Do
 						continue
 					}
 				}
-				if bld.Len() > 0 {
+				// The exact size (a second parse of the value) only near the batch's limit.
+				if bld.Len() > 0 && bld.Bytes()+bld.MaxEncodedRowBytes(e.Value) > maxBytes {
 					n, err := bld.EncodedRowBytes(e.Value)
 					if err != nil {
 						return err

@@ -17,6 +17,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/experimental"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -161,6 +162,7 @@ func (s *Server) Start() (err error) {
 	s.grpc = grpc.NewServer(append([]grpc.ServerOption{
 		grpc.MaxRecvMsgSize(s.opts.MaxMessageBytes),
 		grpc.MaxSendMsgSize(s.opts.MaxMessageBytes),
+		experimental.BufferPool(messageBufferPool), // grpc_buffers.go
 		grpc.ChainUnaryInterceptor(s.unaryInterceptor, s.authUnaryInterceptor),
 		grpc.ChainStreamInterceptor(s.streamInterceptor, s.authStreamInterceptor),
 	}, s.grpcSecurityOptions()...)...)

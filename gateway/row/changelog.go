@@ -67,10 +67,11 @@ type ChangelogBuilder struct {
 	enc    *rowcodec.ArrowAppender
 	encErr error
 	dec    rowcodec.ValueDecoder
-	// The string and binary column builders and their data bytes in the last record batch:
-	// NewRecordBatch reserves that much for the next one (no buffer regrowth per batch).
-	varWidth []*array.BinaryBuilder
-	varBytes []int
+	// bin[c] holds table column c when it is a string or binary column (nil otherwise): its
+	// values go into raw Arrow buffers instead of the RecordBuilder's field builder, which stays
+	// empty (the changelog read appends millions of strings per second; rowcodec.BinaryColumn).
+	// Each starts a new batch with the capacity of the last one (no regrowth per batch).
+	bin []*rowcodec.BinaryColumn
 }
 
 // NewChangelogBuilder returns a builder for schema, which must be ChangelogSchema(tbl, ...).
@@ -86,20 +87,44 @@ func NewChangelogBuilder(mem memory.Allocator, tbl *catalog.Table, schema *arrow
 		cols:   make([]func(any) bool, len(tbl.Columns)),
 	}
 	out := make([]array.Builder, len(tbl.Columns))
+	b.bin = make([]*rowcodec.BinaryColumn, len(tbl.Columns))
 	for c := range tbl.Columns {
-		b.cols[c] = valueAppender(rb.Field(3 + c))
 		out[c] = rb.Field(3 + c)
-		switch vb := rb.Field(3 + c).(type) {
+		switch rb.Field(3 + c).(type) {
 		case *array.StringBuilder:
-			b.varWidth = append(b.varWidth, vb.BinaryBuilder)
+			b.bin[c] = rowcodec.NewBinaryColumn(arrow.BinaryTypes.String)
+			b.cols[c] = binaryAppender(b.bin[c])
 		case *array.BinaryBuilder:
-			b.varWidth = append(b.varWidth, vb)
+			b.bin[c] = rowcodec.NewBinaryColumn(arrow.BinaryTypes.Binary)
+			b.cols[c] = binaryAppender(b.bin[c])
+		default:
+			b.cols[c] = valueAppender(rb.Field(3 + c))
 		}
 	}
-	b.varBytes = make([]int, len(b.varWidth))
 	b.enc, b.encErr = rowcodec.NewArrowAppender(tbl, out)
+	for c, bc := range b.bin {
+		if bc != nil && b.enc != nil {
+			if err := b.enc.UseBinaryColumn(c, bc); err != nil {
+				b.enc, b.encErr = nil, err
+			}
+		}
+	}
 	b.dec.Table = tbl
 	return b
+}
+
+// binaryAppender returns a function appending one non-null string or []byte row value to col;
+// false for another Go type (or a value past the column's 2 GiB).
+func binaryAppender(col *rowcodec.BinaryColumn) func(any) bool {
+	return func(v any) bool {
+		switch x := v.(type) {
+		case string:
+			return col.AppendString(x) == nil
+		case []byte:
+			return col.Append(x) == nil
+		}
+		return false
+	}
 }
 
 // valueAppender returns a function appending one non-null row value to fb.
@@ -158,7 +183,11 @@ func (b *ChangelogBuilder) Append(kind merge.RowKind, offset, commitMs int64, r 
 	b.bytes += RowBytes(r)
 	for c, v := range r {
 		if v == nil {
-			b.rb.Field(3 + c).AppendNull()
+			if b.bin[c] != nil {
+				b.bin[c].AppendNull()
+			} else {
+				b.rb.Field(3 + c).AppendNull()
+			}
 			continue
 		}
 		if !b.cols[c](v) {
@@ -185,6 +214,16 @@ func (b *ChangelogBuilder) EncodedRowBytes(val []byte) (int, error) {
 		return 0, errorf(ErrInternal, "table %s: changelog row: %v", b.tbl.QualifiedName(), err)
 	}
 	return 17 + n, nil
+}
+
+// MaxEncodedRowBytes returns an upper bound of EncodedRowBytes(val) from the value's length alone,
+// without reading it: 17 + len(val) + 16 per table column. (Per column the Arrow estimate exceeds
+// the encoded bytes by at most 16: 8 for a null, which takes no value bytes, at most 14 for a
+// DECIMAL, which takes at least 2, at most 7 for the others, rowcodec.EncodeValue.) A caller
+// bounding a record batch needs EncodedRowBytes only when this bound does not fit, so most
+// values are parsed once, by AppendEncoded.
+func (b *ChangelogBuilder) MaxEncodedRowBytes(val []byte) int {
+	return 17 + len(val) + 16*len(b.tbl.Columns)
 }
 
 // AppendEncoded adds one changelog row like Append, given as its stored value (rowcodec.EncodeValue
@@ -242,15 +281,20 @@ func RowBytes(r merge.Row) int {
 func (b *ChangelogBuilder) NewRecordBatch() arrow.RecordBatch {
 	b.bytes = 0
 	rows := b.Len()
-	for i, vb := range b.varWidth {
-		b.varBytes[i] = vb.DataLen()
-	}
-	rec := b.rb.NewRecordBatch()
-	if rows > 0 {
-		b.rb.Reserve(rows)
-		for i, vb := range b.varWidth {
-			vb.ReserveData(b.varBytes[i])
+	cols := make([]arrow.Array, 3+len(b.bin))
+	for i := range cols {
+		if i >= 3 && b.bin[i-3] != nil {
+			cols[i] = b.bin[i-3].NewArray()
+		} else {
+			cols[i] = b.rb.Field(i).NewArray()
+			if rows > 0 {
+				b.rb.Field(i).Reserve(rows)
+			}
 		}
+	}
+	rec := array.NewRecordBatch(b.rb.Schema(), cols, int64(rows))
+	for _, a := range cols {
+		a.Release()
 	}
 	return rec
 }

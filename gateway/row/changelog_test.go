@@ -107,7 +107,8 @@ func TestChangelogBuilderBadValue(t *testing.T) {
 // builders (AppendEncoded, the DoGet changelog path) gives the same record batches and the same
 // Bytes as decoding them into rows first (Append), for every column type, nulls, extreme values
 // and values written before columns were added; also through the fallback that decodes into a
-// row (no ArrowAppender), and that EncodedRowBytes is RowBytes of the decoded row.
+// row (no ArrowAppender), and that EncodedRowBytes is RowBytes of the decoded row and at most
+// MaxEncodedRowBytes (DoGet parses a value twice only when that bound does not fit the batch).
 func TestChangelogBuilderAppendEncoded(t *testing.T) {
 	tbl := rowtest.AllTypes()
 	rows, vals := encodedTestRows(tbl)
@@ -134,6 +135,9 @@ func TestChangelogBuilderAppendEncoded(t *testing.T) {
 				}
 				if n != RowBytes(r) {
 					t.Errorf("fallback %v row %d: EncodedRowBytes %d, RowBytes %d", fallback, i, n, RowBytes(r))
+				}
+				if m := encoded.MaxEncodedRowBytes(vals[i]); n > m {
+					t.Errorf("fallback %v row %d: EncodedRowBytes %d above MaxEncodedRowBytes %d", fallback, i, n, m)
 				}
 				if err := encoded.AppendEncoded(kind, off, ms, vals[i]); err != nil {
 					t.Fatal(err)

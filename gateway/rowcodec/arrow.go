@@ -18,6 +18,9 @@ import (
 type ArrowAppender struct {
 	tbl *catalog.Table
 	out []array.Builder // per table column; nil: the column is decoded and dropped
+	// bin[c], when set (UseBinaryColumn), receives column c instead of out[c]; nil until a
+	// column is set.
+	bin []*BinaryColumn
 }
 
 // NewArrowAppender returns an appender for tbl's values: out[c] receives table column c (nil: not
@@ -35,6 +38,30 @@ func NewArrowAppender(tbl *catalog.Table, out []array.Builder) (*ArrowAppender, 
 		}
 	}
 	return &ArrowAppender{tbl: tbl, out: out}, nil
+}
+
+// UseBinaryColumn makes Append write table column c into col instead of the builder out[c]
+// (which then receives nothing). Column c must be CHAR, VARCHAR, BINARY or VARBINARY and col of
+// its Arrow type; anything else is an error naming the column.
+func (a *ArrowAppender) UseBinaryColumn(c int, col *BinaryColumn) error {
+	if c < 0 || c >= len(a.tbl.Columns) {
+		return fmt.Errorf("table %s: no column %d", a.tbl.QualifiedName(), c)
+	}
+	switch t := a.tbl.Columns[c].Type; t.Kind {
+	case catalog.Char, catalog.VarChar, catalog.Binary, catalog.VarBinary:
+		if !arrow.TypeEqual(col.Type(), t.ArrowType()) {
+			return fmt.Errorf("table %s: column %q: binary column of Arrow type %s for column type %s",
+				a.tbl.QualifiedName(), a.tbl.Columns[c].Name, col.Type(), t)
+		}
+	default:
+		return fmt.Errorf("table %s: column %q of type %s is not a string or binary column",
+			a.tbl.QualifiedName(), a.tbl.Columns[c].Name, t)
+	}
+	if a.bin == nil {
+		a.bin = make([]*BinaryColumn, len(a.tbl.Columns))
+	}
+	a.bin[c] = col
+	return nil
 }
 
 // Append decodes b (a value written by EncodeValue for the appender's table; b may be reused
@@ -67,13 +94,37 @@ func (a *ArrowAppender) decode(b []byte, emit bool) (int, error) {
 	b = b[nb:]
 	size := 0
 	for c, out := range a.out {
+		var bin *BinaryColumn
+		if a.bin != nil {
+			bin = a.bin[c]
+		}
 		if c >= n || bm[c/8]&(1<<(c%8)) != 0 {
-			if out != nil {
+			if bin != nil {
+				if emit {
+					bin.AppendNull()
+				}
+				size += 8
+			} else if out != nil {
 				if emit {
 					out.AppendNull()
 				}
 				size += 8
 			}
+			continue
+		}
+		if bin != nil {
+			// The type was checked by UseBinaryColumn: a length-prefixed value.
+			l, k := binary.Uvarint(b)
+			if k <= 0 || uint64(len(b)-k) < l {
+				return 0, fmt.Errorf("column %q: %w", a.tbl.Columns[c].Name, errCorrupt)
+			}
+			if emit {
+				if err := bin.Append(b[k : k+int(l)]); err != nil {
+					return 0, fmt.Errorf("column %q: %w", a.tbl.Columns[c].Name, err)
+				}
+			}
+			b = b[k+int(l):]
+			size += 8 + int(l)
 			continue
 		}
 		if !emit {
