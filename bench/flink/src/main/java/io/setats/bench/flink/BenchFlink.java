@@ -31,7 +31,9 @@ import java.util.stream.Collectors;
  * {@code BENCH_DIR} (work dir, default a new one under java.io.tmpdir), {@code BENCH_OUT} (JSON
  * path), {@code BENCH_READ_SHAPE} ({@code rowdata} (default), {@code chained-reuse}, {@code chained} or {@code
  * single}, or a list of them: the reader jobs' collector, see {@link SystemRun}), {@code BENCH_JVM_OPTS} (extra options of the system JVMs,
- * space-separated, e.g. a JFR recording). System properties (set by the Makefile): {@code bench.gateway} (bin/setats), {@code
+ * space-separated, e.g. a JFR recording), {@code BENCH_WARMUP_ROWS} (keys of the discarded warm-up ingest and
+ * read each system JVM runs first, default min(200000, BENCH_ROWS / 5); 0: none), {@code
+ * BENCH_INGEST_OBJECT_REUSE} (true: the ingest job runs with object reuse, as the reader jobs). System properties (set by the Makefile): {@code bench.gateway} (bin/setats), {@code
  * bench.loadgen} (bin/setats-loadgen), {@code bench.connector} (the shaded jar), {@code
  * bench.classpath} (file with the Maven class path), {@code bench.classes} (this module's classes).
  */
@@ -50,6 +52,8 @@ public final class BenchFlink {
     private final long freshRate = envLong("BENCH_FRESH_RATE", 10_000);
     private final String readShape = envString("BENCH_READ_SHAPE", "rowdata");
     private final String jvmOpts = envString("BENCH_JVM_OPTS", "");
+    private final String ingestObjectReuse = envString("BENCH_INGEST_OBJECT_REUSE", "true");
+    private final long warmupKeys = envLong("BENCH_WARMUP_ROWS", Math.min(200_000, keys / 5));
     private final Path dir;
     private final ObjectMapper json = new ObjectMapper();
 
@@ -74,7 +78,8 @@ public final class BenchFlink {
         ArrayNode setats = report.putArray("setats");
         ArrayNode paimon = report.putArray("paimon");
         ArrayNode loadgen = report.putArray("loadgen");
-        log("work dir %s; %d keys + %d updates, %d runs, freshness %d rows/s for %d s", dir, keys, keys / 5, runs, freshRate, freshSeconds);
+        report.put("warmup_keys", warmupKeys);
+        log("work dir %s; %d keys + %d updates, %d runs, freshness %d rows/s for %d s, warm-up %d keys", dir, keys, keys / 5, runs, freshRate, freshSeconds, warmupKeys);
         for (int r = 1; r <= runs; r++) {
             // A/B, then B/A: neither system always runs first.
             for (String system : r % 2 == 1 ? new String[] {"setats", "paimon"} : new String[] {"paimon", "setats"}) {
@@ -260,7 +265,8 @@ public final class BenchFlink {
         cmd.add(SystemRun.class.getName());
         cmd.addAll(Arrays.asList("--system", system, "--keys", Long.toString(keys), "--out", out.toString(),
                 "--fresh-seconds", Long.toString(freshSeconds), "--fresh-rate", Long.toString(freshRate), "--fresh-warmup-seconds", "5",
-                "--read-shape", readShape));
+                "--read-shape", readShape, "--warmup-keys", Long.toString(warmupKeys),
+                "--ingest-object-reuse", ingestObjectReuse));
         cmd.addAll(Arrays.asList(extra));
         log("run %d: %s (log %s)", run, system, d.resolve("jvm.log"));
         Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(d.resolve("jvm.log").toFile()).start();
