@@ -77,13 +77,45 @@ public final class Workload implements Serializable {
                     },
                     COLUMNS);
 
-    /** {@link #row(long)} as the planner's RowData (INSERT, four {@code StringData}). */
+    /**
+     * {@link #row(long)} as the planner's RowData (INSERT, four {@code StringData} made from their
+     * ASCII bytes, so no Java String is made or encoded per value).
+     */
     public RowData rowData(long i) {
         long k = i < keys ? i : 5 * (i - keys);
         int v = i < keys ? 0 : 1;
+        byte[] buf = new byte[MAX_VALUE_BYTES];
+        byte[] id = new byte[decimalLength(k)];
+        writeDecimal(k, id);
+        buf[0] = (byte) (v == 0 ? 'n' : 'u');
+        byte[] name = java.util.Arrays.copyOf(buf, 1 + writeBase36(nameNumber(k, v), buf, 1));
+        System.arraycopy(ADDR, 0, buf, 0, ADDR.length);
+        byte[] address = java.util.Arrays.copyOf(buf, ADDR.length + writeHex(addressNumber(k, v), buf, ADDR.length));
         return GenericRowData.of(
-                StringData.fromString(Long.toString(k)), StringData.fromString(dt(k)),
-                StringData.fromString(name(k, v)), StringData.fromString(address(k, v)));
+                StringData.fromBytes(id), StringData.fromBytes(DT_BYTES[(int) (k % 4)]),
+                StringData.fromBytes(name), StringData.fromBytes(address));
+    }
+
+    /** {@link #dt(long)} of the 4 partitions as ASCII bytes (shared, never written). */
+    private static final byte[][] DT_BYTES = {
+        dt(0).getBytes(java.nio.charset.StandardCharsets.US_ASCII), dt(1).getBytes(java.nio.charset.StandardCharsets.US_ASCII),
+        dt(2).getBytes(java.nio.charset.StandardCharsets.US_ASCII), dt(3).getBytes(java.nio.charset.StandardCharsets.US_ASCII)
+    };
+
+    private static int decimalLength(long x) {
+        int len = 1;
+        for (long t = x / 10; t > 0; t /= 10) {
+            len++;
+        }
+        return len;
+    }
+
+    /** Long.toString(x) of {@code x >= 0} into buf, which is exactly as long as its digits. */
+    private static void writeDecimal(long x, byte[] buf) {
+        for (int i = buf.length - 1; i >= 0; i--) {
+            buf[i] = (byte) ('0' + x % 10);
+            x /= 10;
+        }
     }
 
     /** Row i of the ingest (INSERT kind; the sinks upsert by primary key). */

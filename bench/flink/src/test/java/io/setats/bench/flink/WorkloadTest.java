@@ -12,8 +12,14 @@ class WorkloadTest {
     /** The ingest's RowData rows are the Row rows, field for field (inserts, then updates). */
     @Test
     void rowDataEqualsRow() {
-        Workload w = new Workload(50);
-        for (long i = 0; i < w.rows(); i++) {
+        check(new Workload(50), 0, 60);
+        Workload big = new Workload(1_000_000);
+        check(big, 999_990, 1_000_010);
+        check(big, big.rows() - 10, big.rows());
+    }
+
+    private static void check(Workload w, long from, long to) {
+        for (long i = from; i < to; i++) {
             Row r = w.row(i);
             RowData d = w.rowData(i);
             assertEquals(RowKind.INSERT, d.getRowKind());
@@ -22,6 +28,11 @@ class WorkloadTest {
                 assertEquals(r.getField(f), d.getString(f).toString(), "row " + i + " field " + f);
             }
         }
+    }
+
+    @Test
+    void updateRowsRewriteEveryFifthKey() {
+        Workload w = new Workload(50);
         assertEquals("10|" + Workload.dt(10), Workload.key(w.rowData(w.keys() + 2).getString(0), w.rowData(w.keys() + 2).getString(1)));
     }
 }
