@@ -22,9 +22,9 @@ import (
 	"github.com/setats/setats/proto/setatspb"
 )
 
-// benchGateway starts a gateway for a benchmark (no checked allocator: the numbers are the
-// point) with a table default.b (id INT, v STRING) of the given bucket count.
-func benchGateway(b *testing.B, buckets int32) (*flighttest.Client, context.Context) {
+// benchServer starts an in-process gateway on free loopback ports with a fresh warehouse (no
+// checked allocator, logs discarded), stopped when the benchmark ends, and a client of it.
+func benchServer(b *testing.B) (*flighttest.Client, context.Context) {
 	s, err := NewServer(Options{FlightAddr: "127.0.0.1:0", AdminAddr: "127.0.0.1:0", NATSListen: "127.0.0.1:-1",
 		Warehouse: b.TempDir(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
@@ -39,7 +39,13 @@ func benchGateway(b *testing.B, buckets int32) (*flighttest.Client, context.Cont
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = c.Close() })
-	ctx := context.Background()
+	return c, context.Background()
+}
+
+// benchGateway starts a gateway for a benchmark (no checked allocator: the numbers are the
+// point) with a table default.b (id INT, v STRING) of the given bucket count.
+func benchGateway(b *testing.B, buckets int32) (*flighttest.Client, context.Context) {
+	c, ctx := benchServer(b)
 	if _, err := c.CreateTable(ctx, &setatspb.TableSpec{Table: "b", Columns: idV,
 		PrimaryKey: []string{"id"}, BucketCount: buckets}); err != nil {
 		b.Fatal(err)
@@ -142,21 +148,7 @@ var benchDoGetKeys = flag.Int("bench.doget-keys", 200_000, "distinct keys writte
 // earliest, bounded, with 2 concurrent DoGet streams (rows counted, not decoded). It reports
 // rows/s and CPU ns per row (the process's user+system CPU: gateway and client together).
 func BenchmarkDoGet(b *testing.B) {
-	s, err := NewServer(Options{FlightAddr: "127.0.0.1:0", AdminAddr: "127.0.0.1:0", NATSListen: "127.0.0.1:-1",
-		Warehouse: b.TempDir(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := s.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(s.Shutdown)
-	c, err := flighttest.Dial(s.FlightAddr())
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = c.Close() })
-	ctx := context.Background()
+	c, ctx := benchServer(b)
 	if _, err := c.CreateTable(ctx, &setatspb.TableSpec{Table: "seeds",
 		Columns:    []*setatspb.Column{col("id", "STRING"), col("dt", "STRING"), col("name", "STRING"), col("address", "STRING")},
 		PrimaryKey: []string{"id", "dt"}, PartitionKeys: []string{"dt"}, BucketCount: 4}); err != nil {
