@@ -14,7 +14,7 @@ import (
 type pebbleCollector struct {
 	tables func() []labeledStore
 
-	flushes, flushing, compactions, compacting, debt, wal, flushed, compacted, l0 *prometheus.Desc
+	flushes, flushing, compactions, compacting, debt, wal, flushed, compacted, l0, blobFiles, blobBytes, blobRef *prometheus.Desc
 }
 
 func newPebbleCollector(tables func() []labeledStore) *pebbleCollector {
@@ -32,11 +32,14 @@ func newPebbleCollector(tables func() []labeledStore) *pebbleCollector {
 		flushed:     d("setats_pebble_flushed_bytes_total", "Sstable bytes written by flushes since the store opened."),
 		compacted:   d("setats_pebble_compacted_bytes_total", "Sstable bytes written by compactions since the store opened."),
 		l0:          d("setats_pebble_l0_files", "Sstables in level 0 of the Pebble DB."),
+		blobFiles:   d("setats_pebble_blob_files", "Live blob files of the Pebble DB (changelog chunks kept out of the sstables)."),
+		blobBytes:   d("setats_pebble_blob_bytes", "Size on disk of the Pebble DB's live blob files, bytes."),
+		blobRef:     d("setats_pebble_blob_referenced_value_bytes", "Uncompressed bytes of the values in live blob files that keys still reference."),
 	}
 }
 
 func (c *pebbleCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.flushes, c.flushing, c.compactions, c.compacting, c.debt, c.wal, c.flushed, c.compacted, c.l0} {
+	for _, d := range []*prometheus.Desc{c.flushes, c.flushing, c.compactions, c.compacting, c.debt, c.wal, c.flushed, c.compacted, c.l0, c.blobFiles, c.blobBytes, c.blobRef} {
 		ch <- d
 	}
 }
@@ -64,6 +67,9 @@ func (c *pebbleCollector) Collect(ch chan<- prometheus.Metric) {
 			cnt(c.flushed, float64(m.FlushedBytes))
 			cnt(c.compacted, float64(m.CompactedBytes))
 			gauge(c.l0, float64(m.L0Files))
+			gauge(c.blobFiles, float64(m.BlobFiles))
+			gauge(c.blobBytes, float64(m.BlobBytes))
+			gauge(c.blobRef, float64(m.BlobReferencedBytes))
 		}
 	}
 }

@@ -29,6 +29,10 @@
 //	"d" P B                      drop record of a bucket of a dropped partition: uvarint end
 //	                             offset at the drop, varint drop ms (partition_drop.go)
 //
+// Chunk values of 1 KiB or more live in Pebble blob files (value separation, pebbleOptions), so
+// compactions move chunk keys by reference; that changes where Pebble puts the bytes, not the
+// keys or values above.
+//
 // A bucket's metadata key exists once a write touched it; offsets are dense: the changelog rows
 // of a bucket are exactly the offsets [start, end), and start is always the first offset of a
 // chunk. Retention deletes whole chunks (all rows of a chunk share one commit time) with a range

@@ -23,6 +23,11 @@ type DBMetrics struct {
 	FlushedBytes, CompactedBytes uint64
 	// L0Files is the number of sstables in level 0 now.
 	L0Files int64
+	// BlobFiles and BlobBytes are the live blob files (separated changelog chunks, pebbleOptions)
+	// and their size on disk (bytes); BlobReferencedBytes is the uncompressed size of the values
+	// in them that keys still reference, so BlobBytes well above it is space retention freed that
+	// blob file rewrites have not reclaimed yet.
+	BlobFiles, BlobBytes, BlobReferencedBytes uint64
 }
 
 // PebbleMetrics returns the metrics of the table's DB and, once opened (the first abort-staged),
@@ -49,6 +54,9 @@ func dbMetrics(name string, m *pebble.Metrics) DBMetrics {
 		CompactionDebtBytes:   m.Compact.EstimatedDebt,
 		WALBytesWritten:       m.WAL.BytesWritten,
 		L0Files:               m.Levels[0].TablesCount,
+		BlobFiles:             m.BlobFiles.LiveCount,
+		BlobBytes:             m.BlobFiles.LiveSize,
+		BlobReferencedBytes:   m.BlobFiles.ReferencedValueSize,
 	}
 	for _, l := range m.Levels {
 		d.FlushedBytes += l.TableBytesFlushed + l.BlobBytesFlushed

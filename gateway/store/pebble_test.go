@@ -1,0 +1,61 @@
+package store
+
+import (
+	"context"
+	"strings"
+	"testing"
+)
+
+// TestChangelogChunksInBlobFiles checks the value separation of pebbleOptions: changelog chunks
+// (values of blobMinValueBytes or more) live in Pebble blob files, which compactions move by
+// reference instead of rewriting, reads after a reopen find them, and retention's range deletion
+// of every chunk leaves no blob file behind once compacted, while the state rows stay.
+func TestChangelogChunksInBlobFiles(t *testing.T) {
+	clock := &fakeClock{ms: 100}
+	dir := t.TempDir()
+	tbl := resolve(t, dir, spec("blob", "id INT, v STRING", "id", "", 1, "", map[string]string{"changelog.retention.ms": "1000"}))
+	st, err := Open(tbl, Options{Clock: clock.now, CacheBytes: 8 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []int32
+	for i := int32(0); i < 256; i++ {
+		ids = append(ids, i)
+	}
+	for w := 0; w < 4; w++ {
+		mustWrite(t, st, kvBatch(ids, strings.Repeat(string(rune('a'+w)), 100)))
+		clock.ms += 100
+	}
+	if err := st.db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	m := st.db.Metrics()
+	if m.BlobFiles.LiveCount == 0 || m.BlobFiles.ReferencedValueSize < 4*256*100 {
+		t.Fatalf("after a flush: %d blob files holding %d value bytes, want the chunks (> %d bytes) in blob files",
+			m.BlobFiles.LiveCount, m.BlobFiles.ReferencedValueSize, 4*256*100)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	st = openTable(t, tbl, clock)
+	checkFold(t, st)
+	all, err := st.Read(BucketID{}, 0, 0, nil)
+	if err != nil || len(all) != 256+3*512 {
+		t.Fatalf("read after reopen: %d rows (%v), want %d", len(all), err, 256+3*512)
+	}
+
+	clock.ms += 10_000
+	if n, err := st.ApplyRetention(clock.ms); err != nil || n != int64(len(all)) {
+		t.Fatalf("retention removed %d rows (%v), want %d", n, err, len(all))
+	}
+	if err := st.db.Compact(context.Background(), []byte{0}, []byte{0xff}, false); err != nil {
+		t.Fatal(err)
+	}
+	if m := st.db.Metrics(); m.BlobFiles.LiveCount != 0 {
+		t.Fatalf("after retention and a compaction: %d live blob files (%d bytes), want none", m.BlobFiles.LiveCount, m.BlobFiles.LiveSize)
+	}
+	if got := len(state(t, st)); got != len(ids) {
+		t.Fatalf("state after retention: %d rows, want %d", got, len(ids))
+	}
+}
