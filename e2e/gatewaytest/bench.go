@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -19,8 +20,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/cockroachdb/pebble/v2"
-	"github.com/cockroachdb/pebble/v2/bloom"
 
+	"github.com/setats/setats/gateway/store"
 	"github.com/setats/setats/proto/setatspb"
 )
 
@@ -278,38 +279,12 @@ func benchRecord(alloc memory.Allocator, schema *arrow.Schema, rows []benchRow) 
 	return b.NewRecordBatch()
 }
 
-// RawPebbleOptions are the options of the raw Pebble baseline: the values gateway/store's
-// pebbleOptions sets (read from gateway/store/pebble.go; keep in step), with a 192 MiB block cache
-// and 32 MiB memtables (the gateway's defaults).
+// RawPebbleOptions are the options of the raw Pebble baseline: gateway/store's own
+// (store.PebbleOptions), with a 192 MiB block cache (the gateway's default) and only Pebble's
+// errors logged, to stderr.
 func RawPebbleOptions() *pebble.Options {
-	o := &pebble.Options{
-		Cache:                       pebble.NewCache(192 << 20),
-		FormatMajorVersion:          pebble.FormatNewest,
-		MemTableSize:                32 << 20,
-		MemTableStopWritesThreshold: 4,
-		L0CompactionThreshold:       4,
-		L0StopWritesThreshold:       24,
-		LBaseMaxBytes:               128 << 20,
-		MaxOpenFiles:                1000,
-		Logger:                      quietPebbleLogger{},
-	}
-	for i := range o.Levels {
-		o.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
-		o.Levels[i].BlockSize = 16 << 10
-	}
-	o.CompactionConcurrencyRange = func() (int, int) { return 1, 2 }
-	return o
-}
-
-// quietPebbleLogger drops Pebble's info lines (errors go to stderr).
-type quietPebbleLogger struct{}
-
-func (quietPebbleLogger) Infof(string, ...any) {}
-func (quietPebbleLogger) Errorf(format string, args ...any) {
-	fmt.Fprintf(os.Stderr, "raw pebble: "+format+"\n", args...)
-}
-func (quietPebbleLogger) Fatalf(format string, args ...any) {
-	panic(fmt.Sprintf("raw pebble: "+format, args...))
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	return store.PebbleOptions(pebble.NewCache(192<<20), logger.With("baseline", "raw pebble"))
 }
 
 // runRaw writes every generated row as one Pebble Set (key = id, dt; value = name, address,

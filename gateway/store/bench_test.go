@@ -115,7 +115,7 @@ func runRaw(b *testing.B, dir string) (res benchResult) {
 	w := newWorkload(b, dir)
 	cache := pebble.NewCache(int64(*benchCacheMiB) << 20)
 	defer cache.Unref()
-	db, err := pebble.Open(filepath.Join(dir, "raw"), pebbleOptions(cache, discardLogger()))
+	db, err := pebble.Open(filepath.Join(dir, "raw"), PebbleOptions(cache, discardLogger()))
 	if err != nil {
 		b.Fatal(err)
 	}

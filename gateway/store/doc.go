@@ -29,7 +29,7 @@
 //	"d" P B                      drop record of a bucket of a dropped partition: uvarint end
 //	                             offset at the drop, varint drop ms (partition_drop.go)
 //
-// Chunk values of 1 KiB or more live in Pebble blob files (value separation, pebbleOptions), so
+// Chunk values of 1 KiB or more live in Pebble blob files (value separation, PebbleOptions), so
 // compactions move chunk keys by reference; that changes where Pebble puts the bytes, not the
 // keys or values above.
 //

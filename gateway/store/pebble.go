@@ -16,7 +16,7 @@ import (
 // DefaultCacheBytes is the Pebble block cache size of a table when Options.CacheBytes is 0:
 // 192 MiB. Pebble charges the memtables of every DB using the cache against it (memTableBytes
 // each, up to two per DB once the first has been flushed: the mutable one and one kept for
-// reuse), so the room left for blocks is the size minus those; see pebbleOptions.
+// reuse), so the room left for blocks is the size minus those; see PebbleOptions.
 const DefaultCacheBytes = 192 << 20
 
 // memTableBytes is the size of a table's Pebble memtable (bytes).
@@ -26,7 +26,10 @@ const memTableBytes = 32 << 20
 // chunks of more than a few rows; state rows stay in the sstables.
 const blobMinValueBytes = 1 << 10
 
-// pebbleOptions returns the Pebble options of a table's DB.
+// PebbleOptions returns the Pebble options of a table's DB (and of its staging DB), with cache as
+// its block cache and Pebble's log lines on logger (info at debug level, errors at error level).
+// The raw Pebble baseline of the load generator (e2e/gatewaytest) opens its DB with them too, so
+// that (a)/(b) compares the gateway with Pebble under the same options.
 //
 // Writes look up the stored row of every written key, mostly keys that do not exist yet, so
 // every level has a bloom filter (10 bits per key, ~1% false positives) over whole keys, and
@@ -52,7 +55,7 @@ const blobMinValueBytes = 1 << 10
 // write and lookups decompress the blocks they miss in the cache, on the ingest's CPU (another
 // tenth of the gateway's CPU in the same benchmark, at the same size on disk). Tables written
 // with Snappy stay readable; their files are rewritten with MinLZ as compactions reach them.
-func pebbleOptions(cache *pebble.Cache, logger *slog.Logger) *pebble.Options {
+func PebbleOptions(cache *pebble.Cache, logger *slog.Logger) *pebble.Options {
 	o := &pebble.Options{
 		Cache:                       cache,
 		FormatMajorVersion:          pebble.FormatNewest,

@@ -23,7 +23,7 @@ type DBMetrics struct {
 	FlushedBytes, CompactedBytes uint64
 	// L0Files is the number of sstables in level 0 now.
 	L0Files int64
-	// BlobFiles and BlobBytes are the live blob files (separated changelog chunks, pebbleOptions)
+	// BlobFiles and BlobBytes are the live blob files (separated changelog chunks, PebbleOptions)
 	// and their size on disk (bytes); BlobReferencedBytes is the uncompressed size of the values
 	// in them that keys still reference, so BlobBytes well above it is space retention freed that
 	// blob file rewrites have not reclaimed yet.

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// TestChangelogChunksInBlobFiles checks the value separation of pebbleOptions: changelog chunks
+// TestChangelogChunksInBlobFiles checks the value separation of PebbleOptions: changelog chunks
 // (values of blobMinValueBytes or more) live in Pebble blob files, which compactions move by
 // reference instead of rewriting, reads after a reopen find them, and retention's range deletion
 // of every chunk leaves no blob file behind once compacted, while the state rows stay.

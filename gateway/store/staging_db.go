@@ -47,7 +47,7 @@ func (t *Table) openStagingDB() (*pebble.DB, error) {
 	}
 	cache := pebble.NewCache(stagingCacheBytes)
 	defer cache.Unref() // the DB holds its own reference
-	o := pebbleOptions(cache, t.log)
+	o := PebbleOptions(cache, t.log)
 	o.FS = walFS{t.fs}
 	o.EventListener = &pebble.EventListener{BackgroundError: t.backgroundError}
 	db, err := pebble.Open(dir, o)

@@ -256,7 +256,7 @@ func Open(tbl *catalog.Table, opts Options) (*Table, error) {
 		t.cache.Unref()
 		return nil, errorf(ErrInternal, "table %s: %w", tbl.QualifiedName(), err)
 	}
-	po := pebbleOptions(t.cache, t.log)
+	po := PebbleOptions(t.cache, t.log)
 	po.FS = walFS{fs}
 	t.bgErr = make(chan error, 1)
 	po.EventListener = &pebble.EventListener{BackgroundError: t.backgroundError}
