@@ -383,6 +383,18 @@ func TestModelRandomized(t *testing.T) {
 					}
 				}
 				checkFold(t, st)
+				// Flushes and compactions now and then, so that chunks of long values go
+				// through blob files (PebbleOptions) and sstables, not only the memtable.
+				if rng.IntN(2) == 0 {
+					if err := st.db.Flush(); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if rng.IntN(4) == 0 {
+					if err := st.db.Compact(context.Background(), []byte{0}, []byte{0xff}, false); err != nil {
+						t.Fatal(err)
+					}
+				}
 				if err := st.Close(); err != nil {
 					t.Fatal(err)
 				}
@@ -395,7 +407,8 @@ func TestModelRandomized(t *testing.T) {
 }
 
 // randomBatch returns 1..40 random rows over 300 keys in 3 partitions, declaring a random subset
-// of the non-key columns. rareDeletes makes deletes rare (they fail the whole batch).
+// of the non-key columns; one value of column a in eight is 1,200 bytes long (its state row and
+// chunk go to blob files). rareDeletes makes deletes rare (they fail the whole batch).
 func randomBatch(rng *rand.Rand, tbl *catalog.Table, rareDeletes bool) *row.Batch {
 	declared := []bool{true, true, rng.IntN(3) > 0, rng.IntN(3) > 0, rng.IntN(3) > 0}
 	b := &row.Batch{Declared: declared}
@@ -415,6 +428,9 @@ func randomBatch(rng *rand.Rand, tbl *catalog.Table, rareDeletes bool) *row.Batc
 		r := merge.Row{int32(rng.IntN(100)), "p" + strconv.Itoa(rng.IntN(3)), nil, nil, nil}
 		if declared[2] && rng.IntN(4) > 0 {
 			r[2] = "v" + strconv.Itoa(rng.IntN(4))
+			if rng.IntN(8) == 0 { // long values: chunks above the blob-file threshold
+				r[2] = strings.Repeat(r[2].(string), 600)
+			}
 		}
 		if declared[3] && rng.IntN(4) > 0 {
 			r[3] = int64(rng.IntN(3) - 1)
