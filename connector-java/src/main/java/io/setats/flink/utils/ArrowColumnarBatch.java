@@ -8,9 +8,6 @@ import org.apache.arrow.vector.VarBinaryVector;
 import org.apache.arrow.vector.types.TimeUnit;
 import org.apache.arrow.vector.types.pojo.ArrowType;
 import org.apache.flink.table.data.RowData;
-import org.apache.flink.table.data.columnar.ColumnarRowData;
-import org.apache.flink.table.data.columnar.vector.ColumnVector;
-import org.apache.flink.table.data.columnar.vector.VectorizedColumnBatch;
 import org.apache.flink.types.RowKind;
 
 import javax.annotation.Nullable;
@@ -20,15 +17,16 @@ import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * ArrowColumnarBatch is one record batch of a Setats stream (DoGet changelog or snapshot read)
- * that owns its Arrow memory and reads its rows as Flink {@link ColumnarRowData} over column
- * vectors backed by the Arrow vectors ({@link ArrowColumnVectors}): no per-row objects, no copy of
- * fixed-width values. Made by {@link ArrowRowDataReader#takeBatch}, which moves the stream root's
+ * that owns its Arrow memory and reads its rows through one reused {@link RowData} view over the
+ * Arrow buffers ({@link ArrowRowView}): no per-row objects, no copy of fixed-width values, one
+ * {@code BinaryStringData} per string read. Made by {@link ArrowRowDataReader#takeBatch}, which moves the stream root's
  * buffers into the batch (Arrow {@code TransferPair}, zero copy), so the stream may load its next
  * batch at once while this one is still read.
  *
  * <p>Lifetime: {@link #row(int)} returns one reused view, positioned at the row asked for (with its
  * RowKind from {@code _row_kind}); it and every value read from it (except strings and bytes, which
- * are views of a heap copy) are valid until the next {@link #row(int)} call or {@link #close()}.
+ * are views of a heap copy) are valid until the next {@link #row(int)} call or {@link #close()}; a
+ * read after {@link #close()} throws IllegalStateException.
  * Whoever keeps a row longer copies it (Flink's {@code RowDataSerializer#copy} does, when object
  * reuse is off or across a network edge). {@link #close()} releases the Arrow memory, at most once,
  * from any thread; the batch's owner must call it (for the source reader: when Flink recycles the
@@ -41,7 +39,7 @@ public final class ArrowColumnarBatch implements AutoCloseable {
 
     private final List<FieldVector> owned;
     private final int numRows;
-    private final ColumnarRowData row;
+    private final ArrowRowView row;
     @Nullable private final TinyIntVector rowKind;
     @Nullable private final BigIntVector offset;
     @Nullable private final TimeStampVector commit;
@@ -52,16 +50,14 @@ public final class ArrowColumnarBatch implements AutoCloseable {
     ArrowColumnarBatch(
             List<FieldVector> owned,
             int numRows,
-            ColumnVector[] columns,
+            ArrowRowView row,
             @Nullable TinyIntVector rowKind,
             @Nullable BigIntVector offset,
             @Nullable TimeStampVector commit,
             @Nullable VarBinaryVector key) {
         this.owned = owned;
         this.numRows = numRows;
-        VectorizedColumnBatch batch = new VectorizedColumnBatch(columns);
-        batch.setNumRows(numRows);
-        this.row = new ColumnarRowData(batch);
+        this.row = row;
         this.rowKind = rowKind;
         this.offset = offset;
         this.commit = commit;
@@ -75,14 +71,18 @@ public final class ArrowColumnarBatch implements AutoCloseable {
     }
 
     /**
-     * Row {@code i} of the batch as the batch's one reused {@link ColumnarRowData} (see the class
-     * comment for how long it is valid).
+     * Row {@code i} of the batch as the batch's one reused view (see the class comment for how long
+     * it is valid).
      *
      * @throws IllegalStateException after {@link #close()}
+     * @throws IndexOutOfBoundsException unless {@code 0 <= i < numRows()}
      * @throws IllegalArgumentException when {@code _row_kind} holds a value other than 0..3
      */
     public RowData row(int i) {
         checkOpen();
+        if (i < 0 || i >= numRows) {
+            throw new IndexOutOfBoundsException("Row " + i + " of a batch of " + numRows + " rows");
+        }
         row.setRowId(i);
         row.setRowKind(rowKind(i));
         return row;
@@ -162,6 +162,7 @@ public final class ArrowColumnarBatch implements AutoCloseable {
     @Override
     public void close() {
         if (closed.compareAndSet(false, true)) {
+            row.release();
             for (FieldVector v : owned) {
                 v.close();
             }

@@ -252,28 +252,45 @@ public final class ArrowRowDataReader {
      * (Arrow {@code TransferPair}, zero copy; those vectors of {@code root} are left empty, the
      * stream loads its next batch into them), strings and bytes are copied once into heap arrays.
      * The caller owns the batch and closes it; the other columns stay in {@code root}.
+     *
+     * @throws IllegalArgumentException when a column holds fewer values than the batch has rows, or
+     *     its buffers are too small for them, or a string column's offsets are malformed (the batch
+     *     is checked once here, so its rows are read without per-value bounds checks)
      */
     public ArrowColumnarBatch takeBatch(VectorSchemaRoot root) {
         int n = root.getRowCount();
         List<FieldVector> all = root.getFieldVectors();
         List<FieldVector> owned = new ArrayList<>(arrowIndexes.length + 4);
-        org.apache.flink.table.data.columnar.vector.ColumnVector[] columns =
-                new org.apache.flink.table.data.columnar.vector.ColumnVector[arrowIndexes.length];
+        FieldVector[] columns = new FieldVector[arrowIndexes.length];
         try {
             for (int i = 0; i < arrowIndexes.length; i++) {
-                columns[i] = ArrowColumnVectors.of(kinds[i], transfer(all.get(arrowIndexes[i]), owned));
+                columns[i] = transfer(all.get(arrowIndexes[i]), owned);
             }
             TinyIntVector rk = rowKindIndex >= 0 ? (TinyIntVector) transfer(all.get(rowKindIndex), owned) : null;
             BigIntVector off = offsetIndex >= 0 ? (BigIntVector) transfer(all.get(offsetIndex), owned) : null;
             TimeStampVector ts =
                     commitTimestampIndex >= 0 ? (TimeStampVector) transfer(all.get(commitTimestampIndex), owned) : null;
             VarBinaryVector k = keyIndex >= 0 ? (VarBinaryVector) transfer(all.get(keyIndex), owned) : null;
-            return new ArrowColumnarBatch(owned, n, columns, rk, off, ts, k);
+            requireRows(rk, n);
+            requireRows(off, n);
+            requireRows(ts, n);
+            requireRows(k, n);
+            ArrowRowView view = ArrowRowView.of(kinds, types, columns, n);
+            return new ArrowColumnarBatch(owned, n, view, rk, off, ts, k);
         } catch (RuntimeException e) {
             for (FieldVector v : owned) {
                 v.close();
             }
             throw e;
+        }
+    }
+
+    /** Checks that a reserved column holds a value per row (its reads go through Arrow's checks). */
+    private static void requireRows(@javax.annotation.Nullable FieldVector v, int n) {
+        if (v != null && v.getValueCount() < n) {
+            throw new IllegalArgumentException(
+                    "Malformed Arrow batch: column '" + v.getField().getName() + "' holds "
+                            + v.getValueCount() + " values for " + n + " rows");
         }
     }
 

@@ -229,6 +229,57 @@ class ArrowRowDataReaderTest {
         }
     }
 
+    /** A way to damage a filled batch the way a hostile or broken stream could. */
+    private interface Damage {
+        void apply(VectorSchemaRoot root);
+    }
+
+    /**
+     * takeBatch checks a batch once before its view reads it without per-value bounds checks: a
+     * column with fewer values than rows, string offsets that are negative, decrease, or point past
+     * the data buffer fail with IllegalArgumentException naming the column, and release what the
+     * batch had taken (no Arrow memory left).
+     */
+    @Test
+    void takeBatchRejectsMalformedBatches() {
+        Object[][] cases = {
+            {"a read column with fewer values than rows", "big",
+                (Damage) root -> root.getVector("big").setValueCount(1)},
+            {"a reserved column with fewer values than rows", "_offset",
+                (Damage) root -> root.getVector("_offset").setValueCount(1)},
+            {"a string column with fewer values than rows", "'s'",
+                (Damage) root -> root.getVector("s").setValueCount(1)},
+            {"decreasing string offsets", "decreasing offsets",
+                (Damage) root -> ((VarCharVector) root.getVector("s")).getOffsetBuffer().setInt(4, 7_000)},
+            {"a negative first offset", "negative first offset",
+                (Damage) root -> ((VarCharVector) root.getVector("s")).getOffsetBuffer().setInt(0, -1)},
+            {"offsets past the data buffer", "past its",
+                (Damage) root -> {
+                    VarCharVector v = (VarCharVector) root.getVector("s");
+                    v.getOffsetBuffer().setInt(8, (int) v.getDataBuffer().capacity() + 1);
+                    v.getOffsetBuffer().setInt(4, (int) v.getDataBuffer().capacity() + 1);
+                }},
+            {"bytes offsets past the data buffer", "'bin'",
+                (Damage) root -> {
+                    VarBinaryVector v = (VarBinaryVector) root.getVector("bin");
+                    v.getOffsetBuffer().setInt(8, (int) v.getDataBuffer().capacity() + 1);
+                    v.getOffsetBuffer().setInt(4, (int) v.getDataBuffer().capacity() + 1);
+                }},
+        };
+        RowType type = allTypes();
+        for (Object[] c : cases) {
+            try (VectorSchemaRoot root = fill()) {
+                ArrowRowDataReader reader = ArrowRowDataReader.create(type, root.getSchema());
+                ((Damage) c[2]).apply(root);
+                assertThatThrownBy(() -> reader.takeBatch(root).close())
+                        .as((String) c[0])
+                        .isInstanceOf(IllegalArgumentException.class)
+                        .hasMessageContaining("Malformed Arrow batch")
+                        .hasMessageContaining((String) c[1]);
+            }
+        }
+    }
+
     private static void assertSameRows(
             RowType type, RowData.FieldGetter[] getters, List<GenericRowData> expected, ArrowColumnarBatch batch) {
         assertThat(batch.numRows()).isEqualTo(expected.size());

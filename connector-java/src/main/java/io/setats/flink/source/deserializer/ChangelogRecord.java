@@ -18,8 +18,7 @@ import java.util.Objects;
  * any {@link RowData} class: read it with the typed getters, or {@link #field(int)}.
  *
  * <p>Lifetime: the source reader hands out the rows of one Arrow record batch through one reused
- * record (a cursor, {@link #overBatch}) whose row is a {@link
- * org.apache.flink.table.data.columnar.ColumnarRowData} view of the batch's Arrow vectors; the
+ * record (a cursor, {@link #overBatch}) whose row is one reused {@code RowData} view of the batch's Arrow buffers; the
  * record and its row are valid only while the deserialization schema handles them, and move to the
  * next row afterwards. Whoever keeps one longer keeps {@link #copy()} (Flink's own serializers copy
  * emitted {@code RowData} when they must: no object reuse, network edges). Records made with the

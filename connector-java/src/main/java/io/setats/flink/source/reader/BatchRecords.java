@@ -15,7 +15,7 @@ import java.util.Set;
 /**
  * BatchRecords is what one fetch of {@link SetatsSplitReader} hands to the task thread: the rows of
  * one Arrow record batch of one split, emitted through one reused cursor record ({@link
- * ChangelogRecord#overBatch}: a {@code ColumnarRowData} view moved row by row, no object per row),
+ * ChangelogRecord#overBatch}: a {@code RowData} view over the Arrow buffers moved row by row, no object per row),
  * or a few position markers; plus the splits that finished. {@link #recycle()} (called by Flink's
  * {@code SourceReaderBase} once every row was emitted) releases the batch's Arrow memory and tells
  * the split reader, which releases the batches never recycled when it closes.

@@ -49,8 +49,8 @@ import java.util.Objects;
  *       {@code [old E, new E)} with {@code max_key = afterKey} to catch up the rows it had already
  *       received (what {@code setats-cdc} does on restore).
  *   <li><b>Rows.</b> {@link #nextColumnarBatch()} hands out each record batch as an {@link
- *       ArrowColumnarBatch} (the changelog path's: Flink {@code ColumnarRowData} views over the
- *       Arrow vectors, no per-row objects), which the caller closes. {@link #nextBatch()} copies
+ *       ArrowColumnarBatch} (the changelog path's: one reused {@code RowData} view over the
+ *       Arrow buffers, no per-row objects), which the caller closes. {@link #nextBatch()} copies
  *       those views into {@link BinaryRowData} (Flink's {@code RowDataSerializer}) and closes the
  *       batch, so no Arrow memory outlives it. Read the rows' fields with the typed getters or
  *       {@link #fieldGetters()}.
