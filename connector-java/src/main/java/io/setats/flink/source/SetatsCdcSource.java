@@ -13,6 +13,7 @@ import io.setats.flink.source.split.SetatsSplitSerializer;
 import io.setats.flink.source.state.SetatsEnumeratorState;
 import io.setats.flink.source.state.SetatsEnumeratorStateSerializer;
 
+import org.apache.flink.api.common.ExecutionConfig;
 import org.apache.flink.api.common.serialization.DeserializationSchema;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.connector.source.Boundedness;
@@ -25,6 +26,7 @@ import org.apache.flink.api.java.typeutils.ResultTypeQueryable;
 import org.apache.flink.connector.base.source.reader.splitreader.SplitReader;
 import org.apache.flink.core.io.SimpleVersionedSerializer;
 import org.apache.flink.metrics.MetricGroup;
+import org.apache.flink.streaming.api.operators.OutputTypeConfigurable;
 import org.apache.flink.table.data.RowData;
 import org.apache.flink.table.types.logical.RowType;
 import org.apache.flink.util.UserCodeClassLoader;
@@ -47,11 +49,18 @@ import java.util.function.Supplier;
  * env.fromSource(source, WatermarkStrategy.noWatermarks(), "setats-cdc orders");
  * }</pre>
  *
+ * <p>Rows of a batch reach the deserialization schema as one reused view over the batch's Arrow
+ * buffers, valid while it handles them. When the job runs without object reuse (Flink's default,
+ * {@code pipeline.object-reuse = false}, learnt from the job's {@link ExecutionConfig} through
+ * {@link OutputTypeConfigurable} when the stream graph is built), Flink copies every emitted row
+ * for the next chained operator, so the rows are written into one reused {@code BinaryRowData}
+ * instead, which its serializer copies with one array copy rather than field by field.
+ *
  * @param <T> type of the emitted records (RowData with RowKind unless a deserialization schema
  *     says otherwise)
  */
 public final class SetatsCdcSource<T>
-        implements Source<T, SetatsSplit, SetatsEnumeratorState>, ResultTypeQueryable<T> {
+        implements Source<T, SetatsSplit, SetatsEnumeratorState>, ResultTypeQueryable<T>, OutputTypeConfigurable<T> {
 
     private static final long serialVersionUID = 1L;
 
@@ -59,6 +68,8 @@ public final class SetatsCdcSource<T>
     private final RowType readType;
     private final SetatsDeserializationSchema<T> deserializer;
     private final boolean watchEnabled;
+    /** Whether readers emit BinaryRowData rows (the job has no object reuse); see the class comment. */
+    private boolean binaryRows;
 
     public SetatsCdcSource(
             SetatsSourceConfig config,
@@ -107,7 +118,7 @@ public final class SetatsCdcSource<T>
                 });
         int subtask = readerContext.getIndexOfSubtask();
         Supplier<SplitReader<ChangelogRecord, SetatsSplit>> splitReader =
-                () -> new SetatsSplitReader(config, readType, subtask);
+                () -> new SetatsSplitReader(config, readType, subtask, binaryRows);
         SlotSyncPoints syncPoints =
                 config.slotName() == null
                         ? null
@@ -146,5 +157,19 @@ public final class SetatsCdcSource<T>
     @Override
     public TypeInformation<T> getProducedType() {
         return deserializer.getProducedType();
+    }
+
+    /**
+     * Called by Flink's stream graph with the job's {@link ExecutionConfig} before the source is
+     * shipped to the tasks: without object reuse the readers emit {@code BinaryRowData} rows.
+     */
+    @Override
+    public void setOutputType(TypeInformation<T> outTypeInfo, ExecutionConfig executionConfig) {
+        this.binaryRows = !executionConfig.isObjectReuseEnabled();
+    }
+
+    /** Whether the readers emit rows as {@code BinaryRowData} (the job runs without object reuse). */
+    public boolean emitsBinaryRows() {
+        return binaryRows;
     }
 }

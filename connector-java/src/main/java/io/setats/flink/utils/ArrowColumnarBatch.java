@@ -8,6 +8,8 @@ import org.apache.arrow.vector.VarBinaryVector;
 import org.apache.arrow.vector.types.TimeUnit;
 import org.apache.arrow.vector.types.pojo.ArrowType;
 import org.apache.flink.table.data.RowData;
+import org.apache.flink.table.data.binary.BinaryRowData;
+import org.apache.flink.table.data.writer.BinaryRowWriter;
 import org.apache.flink.types.RowKind;
 
 import javax.annotation.Nullable;
@@ -46,6 +48,9 @@ public final class ArrowColumnarBatch implements AutoCloseable {
     private final TimeUnit commitUnit;
     @Nullable private final VarBinaryVector key;
     private final AtomicBoolean closed = new AtomicBoolean();
+    /** Set by {@link #emitBinaryRows()}: the one reused binary row and its writer. */
+    @Nullable private BinaryRowData binary;
+    @Nullable private BinaryRowWriter writer;
 
     ArrowColumnarBatch(
             List<FieldVector> owned,
@@ -85,7 +90,26 @@ public final class ArrowColumnarBatch implements AutoCloseable {
         }
         row.setRowId(i);
         row.setRowKind(rowKind(i));
+        if (binary != null) {
+            row.writeTo(writer, binary);
+            return binary;
+        }
         return row;
+    }
+
+    /**
+     * From now on {@link #row(int)} returns one reused {@link BinaryRowData}, the row written into
+     * it once per call, instead of the view: for jobs without object reuse, where Flink's {@code
+     * RowDataSerializer#copy} copies every emitted row before the next chained operator, and copies
+     * a {@code BinaryRowData} with one array copy but any other {@code RowData} field by field into
+     * a {@code GenericRowData} (boxing every value, copying every string). The binary row's strings
+     * point into its reused buffer: valid until the next {@link #row(int)} call, like the view.
+     */
+    public void emitBinaryRows() {
+        if (binary == null) {
+            binary = new BinaryRowData(row.getArity());
+            writer = new BinaryRowWriter(binary);
+        }
     }
 
     /** The RowKind of row {@code i} ({@code _row_kind}; INSERT without that column). */

@@ -157,6 +157,29 @@ class SetatsCdcSourceITCase {
     // ------------------------------------------------------------------------------------------
 
     /** The DataStream API without SQL: columns looked up from the gateway, RowData with RowKind out. */
+    /**
+     * The source learns the job's object reuse from the stream graph (OutputTypeConfigurable):
+     * without object reuse its readers emit BinaryRowData rows (Flink copies every row for the next
+     * chained operator), with it the batch's view; the rows a job without object reuse reads are
+     * the changelog (the other jobs of this class run without it too).
+     */
+    @Test
+    void theSourceEmitsBinaryRowsOnlyWhenTheJobHasNoObjectReuse(@InjectMiniCluster MiniCluster cluster) throws Exception {
+        for (boolean reuse : new boolean[] {false, true}) {
+            StreamExecutionEnvironment env = env(cluster, 1, null);
+            if (reuse) {
+                env.getConfig().enableObjectReuse();
+            } else {
+                env.getConfig().disableObjectReuse();
+            }
+            SetatsCdcSource<String> src = source(builder("graph_only", KV)); // the graph is never run
+            assertThat(src.emitsBinaryRows()).as("before the stream graph").isFalse();
+            env.fromSource(src, WatermarkStrategy.noWatermarks(), "setats-cdc").print();
+            env.getStreamGraph();
+            assertThat(src.emitsBinaryRows()).as("object reuse %s", reuse).isEqualTo(!reuse);
+        }
+    }
+
     @Test
     void dataStreamBuilderEmitsRowData(@InjectMiniCluster MiniCluster cluster) throws Exception {
         createTable("ds", KV, Collections.singletonList("id"), Collections.emptyList(), 1);

@@ -31,6 +31,7 @@ import org.apache.flink.table.data.GenericRowData;
 import org.apache.flink.table.data.RowData;
 import org.apache.flink.table.data.StringData;
 import org.apache.flink.table.data.TimestampData;
+import org.apache.flink.table.data.binary.BinaryRowData;
 import org.apache.flink.table.types.logical.RowType;
 import org.apache.flink.types.RowKind;
 import org.junit.jupiter.api.AfterEach;
@@ -227,6 +228,59 @@ class ArrowRowDataReaderTest {
                 }
             }
         }
+    }
+
+    /**
+     * emitBinaryRows (jobs without object reuse): every row is the BinaryRowData that Flink's own
+     * RowDataSerializer makes of the generic row, byte for byte, for every type, NULLs and strings
+     * empty, inline (<= 7 bytes) and longer; the one reused binary row moves to the next row.
+     */
+    @Test
+    void binaryRowsEqualFlinksBinaryRowsForEveryType() {
+        RowType type = allTypes();
+        org.apache.flink.table.runtime.typeutils.RowDataSerializer serializer =
+                new org.apache.flink.table.runtime.typeutils.RowDataSerializer(type);
+        for (String value : Arrays.asList("", "seven77", "a string longer than seven bytes \u00e9\u65e5\ud83d\ude00")) {
+            try (VectorSchemaRoot root = fill()) {
+                ArrowRowDataReader reader = ArrowRowDataReader.create(type, root.getSchema());
+                ((VarCharVector) root.getVector("s")).setSafe(0, value.getBytes(StandardCharsets.UTF_8));
+                root.setRowCount(2);
+                reader.bind(root);
+                List<BinaryRowData> expected = new ArrayList<>();
+                for (int r = 0; r < 2; r++) {
+                    expected.add(serializer.toBinaryRow(reader.read(r)).copy());
+                }
+                try (ArrowColumnarBatch batch = reader.takeBatch(root)) {
+                    batch.emitBinaryRows();
+                    RowData first = batch.row(0);
+                    assertThat(first).isInstanceOf(BinaryRowData.class);
+                    assertThat(first.getString(8).toString()).isEqualTo(value);
+                    for (int r = 0; r < 2; r++) {
+                        RowData row = batch.row(r);
+                        assertThat(row).as("one reused row").isSameAs(first);
+                        assertThat(row.getRowKind()).isEqualTo(expected.get(r).getRowKind());
+                        assertThat(row).as("row %d", r).isEqualTo(expected.get(r));
+                    }
+                    assertSameRows(type, reader.fieldGetters(), toGeneric(type, expected), batch);
+                }
+            }
+        }
+    }
+
+    private static List<GenericRowData> toGeneric(RowType type, List<BinaryRowData> rows) {
+        RowData.FieldGetter[] getters = new RowData.FieldGetter[type.getFieldCount()];
+        for (int i = 0; i < getters.length; i++) {
+            getters[i] = RowData.createFieldGetter(type.getTypeAt(i), i);
+        }
+        List<GenericRowData> out = new ArrayList<>();
+        for (BinaryRowData b : rows) {
+            GenericRowData g = new GenericRowData(b.getRowKind(), b.getArity());
+            for (int i = 0; i < getters.length; i++) {
+                g.setField(i, getters[i].getFieldOrNull(b));
+            }
+            out.add(g);
+        }
+        return out;
     }
 
     /** A way to damage a filled batch the way a hostile or broken stream could. */

@@ -6,6 +6,7 @@ import io.setats.flink.utils.ArrowColumnarBatch;
 import org.apache.flink.annotation.Internal;
 import org.apache.flink.table.data.GenericRowData;
 import org.apache.flink.table.data.RowData;
+import org.apache.flink.table.data.binary.BinaryRowData;
 
 import javax.annotation.Nullable;
 
@@ -155,7 +156,8 @@ public final class ChangelogRecord {
 
     /**
      * This record as an immutable record that owns its data: for a cursor a copy of its current row
-     * (a {@link GenericRowData} of Flink internal data read with the field getters, the key copied),
+     * (a {@link GenericRowData} of Flink internal data read with the field getters, or a copy of a
+     * {@link BinaryRowData} row, the key copied),
      * which stays valid after the batch is released; any other record is returned as it is.
      */
     public ChangelogRecord copy() {
@@ -163,11 +165,18 @@ public final class ChangelogRecord {
             return this;
         }
         RowData r = row();
-        GenericRowData g = new GenericRowData(r.getRowKind(), r.getArity());
-        for (int i = 0; i < r.getArity(); i++) {
-            g.setField(i, getters[i].getFieldOrNull(r));
+        RowData owned;
+        if (r instanceof BinaryRowData) {
+            // Its strings point into the cursor's reused buffer: copy the bytes, not the views.
+            owned = ((BinaryRowData) r).copy();
+        } else {
+            GenericRowData g = new GenericRowData(r.getRowKind(), r.getArity());
+            for (int i = 0; i < r.getArity(); i++) {
+                g.setField(i, getters[i].getFieldOrNull(r));
+            }
+            owned = g;
         }
-        ChangelogRecord c = new ChangelogRecord(kind, g, offset, commitTimestampMs, tableBucket, snapshotKey(), viewOffset);
+        ChangelogRecord c = new ChangelogRecord(kind, owned, offset, commitTimestampMs, tableBucket, snapshotKey(), viewOffset);
         c.getters = getters;
         return c;
     }

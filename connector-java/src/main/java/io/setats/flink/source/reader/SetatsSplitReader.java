@@ -64,9 +64,21 @@ public final class SetatsSplitReader implements SplitReader<ChangelogRecord, Set
      * when the reader closes): released by {@link #close()}.
      */
     private final Set<ArrowColumnarBatch> outstanding = ConcurrentHashMap.newKeySet();
+    private final boolean binaryRows;
 
     /** @param subtaskIndex the source subtask (unused since the reader has no threads to name) */
     public SetatsSplitReader(SetatsSourceConfig config, RowType readType, int subtaskIndex) {
+        this(config, readType, subtaskIndex, false);
+    }
+
+    /**
+     * @param subtaskIndex the source subtask (unused since the reader has no threads to name)
+     * @param binaryRows whether the rows handed to the task thread are written into a reused {@code
+     *     BinaryRowData} ({@link ArrowColumnarBatch#emitBinaryRows()}: for jobs without object
+     *     reuse, whose chained operators get a copy of every row) instead of the batch's view
+     */
+    public SetatsSplitReader(SetatsSourceConfig config, RowType readType, int subtaskIndex, boolean binaryRows) {
+        this.binaryRows = binaryRows;
         this.config = config;
         this.readType = readType;
         this.client = config.connect();
@@ -110,6 +122,9 @@ public final class SetatsSplitReader implements SplitReader<ChangelogRecord, Set
                     return BatchRecords.ofRecords(s.splitId(), rows.markers, drainFinished());
                 }
                 outstanding.add(rows.batch);
+                if (binaryRows) {
+                    rows.batch.emitBinaryRows();
+                }
                 return BatchRecords.ofBatch(s.splitId(), rows.batch, rows.cursor, drainFinished(), outstanding::remove);
             }
         }

@@ -116,6 +116,24 @@ class SetatsSplitReaderITCase {
         }
     }
 
+    /**
+     * With binary rows (the source in a job without object reuse) the reader hands out a reused
+     * BinaryRowData per batch: the same changelog, and copies of its records own their bytes (the
+     * kept copies still read their own strings after the cursor wrote later rows over its buffer).
+     */
+    @Test
+    void binaryRowsReadTheSameChangelogAndTheirCopiesOwnTheirBytes() throws Exception {
+        try (SetatsSplitReader reader = new SetatsSplitReader(config("t"), TYPE, 0, true)) {
+            reader.handleSplitsChanges(new SplitsAddition<>(Collections.singletonList(SetatsSplit.atOffset(B0, 0))));
+            List<ChangelogRecord> first = fetch(reader, 6);
+            assertThat(describe(first).subList(0, 6))
+                    .containsExactly("0 +I[1, a]", "1 +I[2, b]", "2 +I[3, c]", "3 -U[1, a]", "4 +U[1, a2]", "5 -D[2, b]");
+            for (ChangelogRecord r : first) {
+                assertThat(r.row()).isInstanceOf(org.apache.flink.table.data.binary.BinaryRowData.class);
+            }
+        }
+    }
+
     /** Fetches until a fetch with rows arrives; returns it without reading or recycling it. */
     private static RecordsWithSplitIds<ChangelogRecord> fetchRows(SetatsSplitReader reader) throws IOException {
         while (true) {
