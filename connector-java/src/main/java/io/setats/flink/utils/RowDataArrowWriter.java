@@ -1,19 +1,24 @@
 package io.setats.flink.utils;
 
+import org.apache.flink.core.memory.MemorySegment;
 import org.apache.flink.table.data.DecimalData;
 import org.apache.flink.table.data.RowData;
+import org.apache.flink.table.data.StringData;
 import org.apache.flink.table.data.TimestampData;
 import org.apache.flink.table.data.binary.BinaryStringData;
-import org.apache.flink.core.memory.MemorySegment;
 import org.apache.flink.table.types.logical.DecimalType;
 import org.apache.flink.table.types.logical.LocalZonedTimestampType;
 import org.apache.flink.table.types.logical.LogicalType;
 import org.apache.flink.table.types.logical.RowType;
 import org.apache.flink.table.types.logical.TimestampType;
 
+import org.apache.arrow.memory.ArrowBuf;
 import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.vector.BaseFixedWidthVector;
+import org.apache.arrow.vector.BaseVariableWidthVector;
 import org.apache.arrow.vector.BigIntVector;
 import org.apache.arrow.vector.BitVector;
+import org.apache.arrow.vector.BitVectorHelper;
 import org.apache.arrow.vector.DateDayVector;
 import org.apache.arrow.vector.DecimalVector;
 import org.apache.arrow.vector.FieldVector;
@@ -24,10 +29,9 @@ import org.apache.arrow.vector.SmallIntVector;
 import org.apache.arrow.vector.TimeMilliVector;
 import org.apache.arrow.vector.TimeStampVector;
 import org.apache.arrow.vector.TinyIntVector;
-import org.apache.arrow.vector.VarBinaryVector;
-import org.apache.arrow.vector.VarCharVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 
+import java.math.BigDecimal;
 import java.util.List;
 
 /**
@@ -38,6 +42,13 @@ import java.util.List;
  * <p>Use: {@link #write} rows, {@link #finish()} to set the row count, send the root, then {@link
  * #reset()} which gives the vectors new buffers (the sent ones may still be referenced by a queued
  * Flight message). Not thread-safe. Closing releases the root.
+ *
+ * <p>How values are appended: the value capacity of all vectors is checked once per row (not per
+ * value, as Arrow's {@code setSafe} does), fields are read with the row's typed getters (no boxing),
+ * a variable-width value's bytes are copied once from its {@link BinaryStringData} segment into
+ * the data buffer at an end offset the writer keeps, and {@link #reset()} reserves the previous
+ * batch's row count and data bytes so a steady stream of batches does not grow buffers mid-batch.
+ * Nulls clear the validity bit; a null variable-width value repeats the end offset.
  */
 public final class RowDataArrowWriter implements AutoCloseable {
 
@@ -46,12 +57,14 @@ public final class RowDataArrowWriter implements AutoCloseable {
     private final VectorSchemaRoot root;
     private final TinyIntVector rowKindVector;
     private final FieldWriter[] writers;
-    private final java.util.function.IntConsumer[] nullSetters;
-    private final RowData.FieldGetter[] getters;
     private final int fixedBytesPerRow;
 
     private int rowCount;
     private long estimatedBytes;
+    /** Rows every vector holds without growing (the minimum of their value capacities). */
+    private int capacity;
+    /** Rows to reserve at the next reset: the largest batch so far. */
+    private int reserveRows;
 
     public RowDataArrowWriter(RowType rowType, BufferAllocator allocator, boolean withRowKind) {
         this.rowType = rowType;
@@ -62,14 +75,10 @@ public final class RowDataArrowWriter implements AutoCloseable {
         this.rowKindVector = withRowKind ? (TinyIntVector) vectors.get(0) : null;
         int n = rowType.getFieldCount();
         this.writers = new FieldWriter[n];
-        this.nullSetters = new java.util.function.IntConsumer[n];
-        this.getters = new RowData.FieldGetter[n];
         int fixed = withRowKind ? 1 : 0;
         for (int i = 0; i < n; i++) {
             LogicalType t = rowType.getTypeAt(i);
-            writers[i] = writerFor(t, vectors.get(i + offset));
-            nullSetters[i] = nullSetterFor(vectors.get(i + offset));
-            getters[i] = RowData.createFieldGetter(t, i);
+            writers[i] = writerFor(t, i, vectors.get(i + offset));
             fixed += fixedWidth(t);
         }
         this.fixedBytesPerRow = fixed;
@@ -98,20 +107,23 @@ public final class RowDataArrowWriter implements AutoCloseable {
     /**
      * Appends {@code row}: its RowKind byte (when the schema has {@code _row_kind}) and its
      * fields, positionally matching the row type.
+     *
+     * @throws ArithmeticException when a decimal's scale cannot be changed to its column's
+     *     without rounding
+     * @throws UnsupportedOperationException when a decimal has more digits than its column's
+     *     precision (Arrow's {@code DecimalUtility.checkPrecisionAndScale})
      */
     public void write(RowData row) {
         int idx = rowCount;
+        if (idx >= capacity) {
+            grow(idx);
+        }
         if (withRowKind) {
-            rowKindVector.setSafe(idx, row.getRowKind().toByteValue());
+            rowKindVector.set(idx, row.getRowKind().toByteValue());
         }
         long bytes = fixedBytesPerRow;
-        for (int i = 0; i < writers.length; i++) {
-            Object v = getters[i].getFieldOrNull(row);
-            if (v == null) {
-                nullSetters[i].accept(idx);
-            } else {
-                bytes += writers[i].write(idx, v);
-            }
+        for (FieldWriter w : writers) {
+            bytes += w.write(row, idx);
         }
         rowCount++;
         estimatedBytes += bytes;
@@ -119,25 +131,66 @@ public final class RowDataArrowWriter implements AutoCloseable {
 
     /** Sets the value count of every vector and the root's row count to {@link #rowCount()}. */
     public void finish() {
+        for (FieldWriter w : writers) {
+            w.finish(rowCount);
+        }
         for (FieldVector v : root.getFieldVectors()) {
             v.setValueCount(rowCount);
         }
         root.setRowCount(rowCount);
     }
 
-    /** Releases the vectors' buffers (sent data stays alive where referenced) and starts over. */
+    /**
+     * Releases the vectors' buffers (sent data stays alive where referenced) and starts over with
+     * buffers sized for the largest batch so far.
+     */
     public void reset() {
+        reserveRows = Math.max(reserveRows, rowCount);
         root.clear();
-        for (FieldVector v : root.getFieldVectors()) {
-            v.allocateNew();
+        if (withRowKind) {
+            allocate(rowKindVector, reserveRows);
+        }
+        for (FieldWriter w : writers) {
+            w.reset(reserveRows);
         }
         rowCount = 0;
         estimatedBytes = 0;
+        capacity = minCapacity();
     }
 
     @Override
     public void close() {
         root.close();
+    }
+
+    /** Grows every vector that cannot hold index {@code idx}. */
+    private void grow(int idx) {
+        for (FieldVector v : root.getFieldVectors()) {
+            while (idx >= v.getValueCapacity()) {
+                if (v instanceof BaseVariableWidthVector) {
+                    ((BaseVariableWidthVector) v).reallocValidityAndOffsetBuffers();
+                } else {
+                    v.reAlloc();
+                }
+            }
+        }
+        capacity = minCapacity();
+    }
+
+    private int minCapacity() {
+        int c = Integer.MAX_VALUE;
+        for (FieldVector v : root.getFieldVectors()) {
+            c = Math.min(c, v.getValueCapacity());
+        }
+        return c;
+    }
+
+    private static void allocate(FieldVector v, int rows) {
+        if (rows > 0 && v instanceof BaseFixedWidthVector) {
+            ((BaseFixedWidthVector) v).allocateNew(rows);
+        } else {
+            v.allocateNew();
+        }
     }
 
     private static int fixedWidth(LogicalType t) {
@@ -164,133 +217,258 @@ public final class RowDataArrowWriter implements AutoCloseable {
         }
     }
 
-    /** Writes one non-null value at an index; returns its variable-length bytes. */
-    private interface FieldWriter {
-        int write(int index, Object value);
+    /**
+     * Writes field {@code pos} of a row at a vector index the vector has capacity for (the
+     * writer checks once per row); returns the value's variable-length bytes.
+     */
+    private abstract static class FieldWriter {
+        final int pos;
+
+        FieldWriter(int pos) {
+            this.pos = pos;
+        }
+
+        abstract int write(RowData row, int index);
+
+        /** Gives the vector new buffers for about {@code rows} rows. */
+        abstract void reset(int rows);
+
+        /** Before the value count is set: makes the vector's own bookkeeping match the rows. */
+        void finish(int rows) {}
     }
 
-    /** Sets an index to null: every vector this writer builds is fixed- or variable-width. */
-    private static java.util.function.IntConsumer nullSetterFor(FieldVector vector) {
-        if (vector instanceof org.apache.arrow.vector.BaseFixedWidthVector) {
-            return ((org.apache.arrow.vector.BaseFixedWidthVector) vector)::setNull;
+    /** Fixed-width values: non-null values through the vector's unchecked {@code set}. */
+    private abstract static class FixedWriter extends FieldWriter {
+        final BaseFixedWidthVector vector;
+
+        FixedWriter(int pos, FieldVector vector) {
+            super(pos);
+            this.vector = (BaseFixedWidthVector) vector;
         }
-        if (vector instanceof org.apache.arrow.vector.BaseVariableWidthVector) {
-            return ((org.apache.arrow.vector.BaseVariableWidthVector) vector)::setNull;
+
+        @Override
+        final int write(RowData row, int index) {
+            if (row.isNullAt(pos)) {
+                BitVectorHelper.unsetBit(vector.getValidityBuffer(), index);
+            } else {
+                set(row, index);
+            }
+            return 0;
         }
-        throw new IllegalArgumentException("unsupported vector " + vector.getClass().getName());
+
+        abstract void set(RowData row, int index);
+
+        @Override
+        final void reset(int rows) {
+            allocate(vector, rows);
+        }
     }
 
-    private static FieldWriter writerFor(LogicalType type, FieldVector vector) {
+    /**
+     * Variable-width values (strings, bytes): validity bit, the end offset at {@code index + 1}
+     * and the bytes at the previous end; the data buffer grows to the next power of two when a
+     * value does not fit.
+     */
+    private abstract static class VariableWriter extends FieldWriter {
+        final BaseVariableWidthVector vector;
+        /** End offset of the last value written (bytes into the data buffer). */
+        int end;
+        /** Data bytes to reserve at the next reset: the largest batch's so far. */
+        long reserveBytes;
+
+        VariableWriter(int pos, FieldVector vector) {
+            super(pos);
+            this.vector = (BaseVariableWidthVector) vector;
+        }
+
+        @Override
+        final int write(RowData row, int index) {
+            if (row.isNullAt(pos)) {
+                BitVectorHelper.unsetBit(vector.getValidityBuffer(), index);
+                vector.getOffsetBuffer().setInt((long) (index + 1) * 4, end);
+                return 0;
+            }
+            int n = append(row, end);
+            end += n;
+            BitVectorHelper.setBit(vector.getValidityBuffer(), index);
+            vector.getOffsetBuffer().setInt((long) (index + 1) * 4, end);
+            return n;
+        }
+
+        /** Copies the value's bytes to the data buffer at {@code at}; returns their count. */
+        abstract int append(RowData row, int at);
+
+        /** The data buffer with room for {@code n} bytes at {@code at}. */
+        final ArrowBuf room(int at, int n) {
+            long need = (long) at + n;
+            if (need > vector.getDataBuffer().capacity()) {
+                vector.reallocDataBuffer(need);
+            }
+            return vector.getDataBuffer();
+        }
+
+        final int appendBytes(byte[] b, int at) {
+            room(at, b.length).setBytes(at, b, 0, b.length);
+            return b.length;
+        }
+
+        @Override
+        final void reset(int rows) {
+            reserveBytes = Math.max(reserveBytes, end);
+            end = 0;
+            if (rows > 0) {
+                vector.allocateNew(Math.max(reserveBytes, 1), rows);
+            } else {
+                vector.allocateNew();
+            }
+        }
+
+        @Override
+        final void finish(int rows) {
+            // setValueCount fills offsets after the last set index: tell the vector they are set.
+            vector.setLastSet(rows - 1);
+        }
+    }
+
+    private static FieldWriter writerFor(LogicalType type, int pos, FieldVector vector) {
         switch (type.getTypeRoot()) {
             case BOOLEAN:
                 {
                     BitVector v = (BitVector) vector;
-                    return (i, o) -> {
-                        v.setSafe(i, ((Boolean) o) ? 1 : 0);
-                        return 0;
+                    return new FixedWriter(pos, v) {
+                        @Override
+                        void set(RowData row, int i) {
+                            v.set(i, row.getBoolean(pos) ? 1 : 0);
+                        }
                     };
                 }
             case TINYINT:
                 {
                     TinyIntVector v = (TinyIntVector) vector;
-                    return (i, o) -> {
-                        v.setSafe(i, (Byte) o);
-                        return 0;
+                    return new FixedWriter(pos, v) {
+                        @Override
+                        void set(RowData row, int i) {
+                            v.set(i, row.getByte(pos));
+                        }
                     };
                 }
             case SMALLINT:
                 {
                     SmallIntVector v = (SmallIntVector) vector;
-                    return (i, o) -> {
-                        v.setSafe(i, (Short) o);
-                        return 0;
+                    return new FixedWriter(pos, v) {
+                        @Override
+                        void set(RowData row, int i) {
+                            v.set(i, row.getShort(pos));
+                        }
                     };
                 }
             case INTEGER:
                 {
                     IntVector v = (IntVector) vector;
-                    return (i, o) -> {
-                        v.setSafe(i, (Integer) o);
-                        return 0;
+                    return new FixedWriter(pos, v) {
+                        @Override
+                        void set(RowData row, int i) {
+                            v.set(i, row.getInt(pos));
+                        }
                     };
                 }
             case BIGINT:
                 {
                     BigIntVector v = (BigIntVector) vector;
-                    return (i, o) -> {
-                        v.setSafe(i, (Long) o);
-                        return 0;
+                    return new FixedWriter(pos, v) {
+                        @Override
+                        void set(RowData row, int i) {
+                            v.set(i, row.getLong(pos));
+                        }
                     };
                 }
             case FLOAT:
                 {
                     Float4Vector v = (Float4Vector) vector;
-                    return (i, o) -> {
-                        v.setSafe(i, (Float) o);
-                        return 0;
+                    return new FixedWriter(pos, v) {
+                        @Override
+                        void set(RowData row, int i) {
+                            v.set(i, row.getFloat(pos));
+                        }
                     };
                 }
             case DOUBLE:
                 {
                     Float8Vector v = (Float8Vector) vector;
-                    return (i, o) -> {
-                        v.setSafe(i, (Double) o);
-                        return 0;
+                    return new FixedWriter(pos, v) {
+                        @Override
+                        void set(RowData row, int i) {
+                            v.set(i, row.getDouble(pos));
+                        }
                     };
                 }
             case DECIMAL:
                 {
                     DecimalVector v = (DecimalVector) vector;
+                    int precision = ((DecimalType) type).getPrecision();
                     int scale = ((DecimalType) type).getScale();
-                    return (i, o) -> {
-                        v.setSafe(i, ((DecimalData) o).toBigDecimal().setScale(scale));
-                        return 0;
+                    return new FixedWriter(pos, v) {
+                        @Override
+                        void set(RowData row, int i) {
+                            DecimalData d = row.getDecimal(pos, precision, scale);
+                            if (d.scale() == scale && d.isCompact() && precision <= 18) {
+                                long unscaled = d.toUnscaledLong();
+                                if (fitsPrecision(unscaled, precision)) {
+                                    v.set(i, unscaled); // two's complement, sign-extended to 16 bytes
+                                    return;
+                                }
+                            }
+                            // Rescales exactly or throws; Arrow checks the precision.
+                            BigDecimal b = d.toBigDecimal().setScale(scale);
+                            v.set(i, b);
+                        }
                     };
                 }
             case CHAR:
             case VARCHAR:
-                {
-                    VarCharVector v = (VarCharVector) vector;
-                    return (i, o) -> {
+                return new VariableWriter(pos, vector) {
+                    @Override
+                    int append(RowData row, int at) {
+                        StringData o = row.getString(pos);
                         if (o instanceof BinaryStringData) {
-                            // The UTF-8 bytes where they are (a deserialized row's segment), not a copy.
+                            // The UTF-8 bytes where they are (a deserialized row's segment), one copy.
                             BinaryStringData s = (BinaryStringData) o;
                             MemorySegment[] segs = s.getSegments();
                             if (segs.length == 1 && !segs[0].isOffHeap()) {
                                 int n = s.getSizeInBytes();
-                                v.setSafe(i, segs[0].getArray(), s.getOffset(), n);
+                                room(at, n).setBytes(at, segs[0].getArray(), s.getOffset(), n);
                                 return n;
                             }
                         }
-                        byte[] b = ((org.apache.flink.table.data.StringData) o).toBytes();
-                        v.setSafe(i, b);
-                        return b.length;
-                    };
-                }
+                        return appendBytes(o.toBytes(), at);
+                    }
+                };
             case BINARY:
             case VARBINARY:
-                {
-                    VarBinaryVector v = (VarBinaryVector) vector;
-                    return (i, o) -> {
-                        byte[] b = (byte[]) o;
-                        v.setSafe(i, b);
-                        return b.length;
-                    };
-                }
+                return new VariableWriter(pos, vector) {
+                    @Override
+                    int append(RowData row, int at) {
+                        return appendBytes(row.getBinary(pos), at);
+                    }
+                };
             case DATE:
                 {
                     DateDayVector v = (DateDayVector) vector;
-                    return (i, o) -> {
-                        v.setSafe(i, (Integer) o);
-                        return 0;
+                    return new FixedWriter(pos, v) {
+                        @Override
+                        void set(RowData row, int i) {
+                            v.set(i, row.getInt(pos));
+                        }
                     };
                 }
             case TIME_WITHOUT_TIME_ZONE:
                 {
                     TimeMilliVector v = (TimeMilliVector) vector;
-                    return (i, o) -> {
-                        v.setSafe(i, (Integer) o);
-                        return 0;
+                    return new FixedWriter(pos, v) {
+                        @Override
+                        void set(RowData row, int i) {
+                            v.set(i, row.getInt(pos));
+                        }
                     };
                 }
             case TIMESTAMP_WITHOUT_TIME_ZONE:
@@ -301,14 +479,30 @@ public final class RowDataArrowWriter implements AutoCloseable {
                             type instanceof TimestampType
                                     ? ((TimestampType) type).getPrecision()
                                     : ((LocalZonedTimestampType) type).getPrecision();
-                    return (i, o) -> {
-                        v.setSafe(i, timestampValue((TimestampData) o, precision));
-                        return 0;
+                    return new FixedWriter(pos, v) {
+                        @Override
+                        void set(RowData row, int i) {
+                            v.set(i, timestampValue(row.getTimestamp(pos, precision), precision));
+                        }
                     };
                 }
             default:
                 throw new IllegalArgumentException("unsupported type " + type);
         }
+    }
+
+    private static final long[] POW10 = new long[19];
+
+    static {
+        POW10[0] = 1;
+        for (int i = 1; i < POW10.length; i++) {
+            POW10[i] = POW10[i - 1] * 10;
+        }
+    }
+
+    /** Whether an unscaled value has at most {@code precision} (<= 18) digits. */
+    static boolean fitsPrecision(long unscaled, int precision) {
+        return unscaled > -POW10[precision] && unscaled < POW10[precision];
     }
 
     /** The Arrow value of a timestamp in the unit of {@link SetatsTypes#timestampUnit}. */

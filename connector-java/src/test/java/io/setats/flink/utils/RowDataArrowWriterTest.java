@@ -8,8 +8,18 @@ import org.apache.flink.table.data.TimestampData;
 import org.apache.flink.table.types.logical.RowType;
 import org.apache.flink.types.RowKind;
 
+import org.apache.flink.table.data.RowData;
+import org.apache.flink.table.data.binary.BinaryRowData;
+import org.apache.flink.table.data.writer.BinaryRowWriter;
+
 import org.apache.arrow.memory.RootAllocator;
+import org.apache.arrow.vector.DecimalVector;
 import org.apache.arrow.vector.FieldVector;
+import org.apache.arrow.vector.VarBinaryVector;
+import org.apache.arrow.vector.VarCharVector;
+import org.apache.arrow.vector.VectorLoader;
+import org.apache.arrow.vector.VectorUnloader;
+import org.apache.arrow.vector.ipc.message.ArrowRecordBatch;
 import org.apache.arrow.vector.TimeStampVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.junit.jupiter.api.Test;
@@ -22,6 +32,7 @@ import java.util.ArrayList;
 import java.util.List;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /** RowData -> Arrow vectors for every supported type, nulls and the _row_kind column. */
 class RowDataArrowWriterTest {
@@ -140,5 +151,159 @@ class RowDataArrowWriterTest {
             assertThat(w.root().getSchema().getFields()).hasSize(1);
             assertThat(w.root().getVector("x").getObject(0)).isEqualTo(1);
         }
+    }
+
+    private static final RowType WIDE =
+            (RowType)
+                    DataTypes.ROW(
+                                    DataTypes.FIELD("id", DataTypes.BIGINT()),
+                                    DataTypes.FIELD("s", DataTypes.STRING()),
+                                    DataTypes.FIELD("bin", DataTypes.BYTES()),
+                                    DataTypes.FIELD("dec", DataTypes.DECIMAL(18, 2)),
+                                    DataTypes.FIELD("big", DataTypes.DECIMAL(30, 4)))
+                            .getLogicalType();
+
+    /** Row r of the WIDE batch: nulls every 7th, multi-byte UTF-8, values from 0 to ~3 KiB. */
+    private static String wideString(int r) {
+        StringBuilder b = new StringBuilder();
+        for (int k = 0; k < (r * 37) % 400; k++) {
+            b.append(k % 3 == 0 ? "ü" : k % 3 == 1 ? "\u20ac" : "\ud83d\ude00");
+        }
+        return b.append(r).toString();
+    }
+
+    private static RowData wideRow(int r, boolean binaryRow) {
+        boolean nul = r % 7 == 3;
+        String str = nul ? null : wideString(r);
+        byte[] bin = r % 5 == 1 ? null : new byte[r % 300];
+        if (bin != null) {
+            for (int k = 0; k < bin.length; k++) {
+                bin[k] = (byte) (k + r);
+            }
+        }
+        long unscaled = (r % 2 == 0 ? 1 : -1) * (r * 1_000_003L % 999_999_999_999_999_999L);
+        DecimalData dec = r % 11 == 5 ? null : DecimalData.fromUnscaledLong(unscaled, 18, 2);
+        DecimalData big =
+                DecimalData.fromBigDecimal(
+                        new BigDecimal("-123456789012345678901234.5678").add(BigDecimal.valueOf(r)),
+                        30,
+                        4);
+        if (!binaryRow) {
+            return GenericRowData.ofKind(
+                    RowKind.INSERT,
+                    (long) r,
+                    str == null ? null : StringData.fromString(str),
+                    bin,
+                    dec,
+                    big);
+        }
+        BinaryRowData row = new BinaryRowData(5);
+        BinaryRowWriter w = new BinaryRowWriter(row);
+        w.writeLong(0, r);
+        if (str == null) {
+            w.setNullAt(1);
+        } else {
+            w.writeString(1, StringData.fromString(str));
+        }
+        if (bin == null) {
+            w.setNullAt(2);
+        } else {
+            w.writeBinary(2, bin);
+        }
+        if (dec == null) {
+            w.setNullAt(3);
+        } else {
+            w.writeDecimal(3, dec, 18);
+        }
+        w.writeDecimal(4, big, 30);
+        w.complete();
+        return row;
+    }
+
+    /**
+     * Batches of growing and shrinking sizes (the vectors grow mid-batch, then reuse the reserved
+     * capacity), from GenericRowData and from BinaryRowData (strings in the row's segment at an
+     * offset), checked value by value after an IPC unload/load round trip.
+     */
+    @Test
+    void batchesOfManyRowsAcrossGrowthAndReset() {
+        int[] sizes = {1, 5000, 20000, 3, 9000, 0, 17};
+        try (RootAllocator alloc = new RootAllocator();
+                RowDataArrowWriter w = new RowDataArrowWriter(WIDE, alloc, true);
+                VectorSchemaRoot copy =
+                        VectorSchemaRoot.create(SetatsTypes.toArrowSchema(WIDE, true), alloc)) {
+            for (boolean binaryRow : new boolean[] {false, true}) {
+                for (int size : sizes) {
+                    for (int r = 0; r < size; r++) {
+                        w.write(wideRow(r, binaryRow));
+                    }
+                    w.finish();
+                    try (ArrowRecordBatch rb = new VectorUnloader(w.root()).getRecordBatch()) {
+                        new VectorLoader(copy).load(rb);
+                    }
+                    assertThat(copy.getRowCount()).isEqualTo(size);
+                    VarCharVector s = (VarCharVector) copy.getVector("s");
+                    VarBinaryVector bin = (VarBinaryVector) copy.getVector("bin");
+                    DecimalVector dec = (DecimalVector) copy.getVector("dec");
+                    DecimalVector big = (DecimalVector) copy.getVector("big");
+                    for (int r = 0; r < size; r++) {
+                        RowData want = wideRow(r, false);
+                        assertThat(copy.getVector("id").getObject(r)).isEqualTo((long) r);
+                        assertThat(s.getObject(r) == null ? null : s.getObject(r).toString())
+                                .as("s %d of %d", r, size)
+                                .isEqualTo(want.isNullAt(1) ? null : want.getString(1).toString());
+                        assertThat(bin.getObject(r))
+                                .as("bin %d", r)
+                                .isEqualTo(want.isNullAt(2) ? null : want.getBinary(2));
+                        assertThat(dec.getObject(r))
+                                .as("dec %d", r)
+                                .isEqualTo(
+                                        want.isNullAt(3)
+                                                ? null
+                                                : want.getDecimal(3, 18, 2).toBigDecimal());
+                        assertThat(big.getObject(r))
+                                .isEqualTo(want.getDecimal(4, 30, 4).toBigDecimal());
+                    }
+                    w.reset();
+                }
+            }
+        }
+    }
+
+    /** Decimals: rescaled exactly, negative compact values sign-extended, too many digits refused. */
+    @Test
+    void decimalsRescaledAndChecked() {
+        RowType rt =
+                (RowType)
+                        DataTypes.ROW(DataTypes.FIELD("d", DataTypes.DECIMAL(5, 2))).getLogicalType();
+        try (RootAllocator alloc = new RootAllocator();
+                RowDataArrowWriter w = new RowDataArrowWriter(rt, alloc, false)) {
+            w.write(GenericRowData.of(DecimalData.fromBigDecimal(new BigDecimal("-1.5"), 5, 1)));
+            w.write(GenericRowData.of(DecimalData.fromUnscaledLong(-99999, 5, 2)));
+            w.write(GenericRowData.of(DecimalData.fromUnscaledLong(1, 5, 2)));
+            w.finish();
+            DecimalVector v = (DecimalVector) w.root().getVector("d");
+            assertThat(v.getObject(0)).isEqualTo(new BigDecimal("-1.50"));
+            assertThat(v.getObject(1)).isEqualTo(new BigDecimal("-999.99"));
+            assertThat(v.getObject(2)).isEqualTo(new BigDecimal("0.01"));
+            w.reset();
+            // 6 digits in a DECIMAL(5, 2) column: Arrow's precision check refuses it.
+            assertThatThrownBy(
+                            () ->
+                                    w.write(
+                                            GenericRowData.of(
+                                                    DecimalData.fromUnscaledLong(100000, 6, 2))))
+                    .isInstanceOf(UnsupportedOperationException.class);
+            assertThatThrownBy(
+                            () ->
+                                    w.write(
+                                            GenericRowData.of(
+                                                    DecimalData.fromBigDecimal(
+                                                            new BigDecimal("1.234"), 6, 3))))
+                    .isInstanceOf(ArithmeticException.class);
+        }
+        assertThat(RowDataArrowWriter.fitsPrecision(99_999, 5)).isTrue();
+        assertThat(RowDataArrowWriter.fitsPrecision(-100_000, 5)).isFalse();
+        assertThat(RowDataArrowWriter.fitsPrecision(999_999_999_999_999_999L, 18)).isTrue();
     }
 }
