@@ -260,9 +260,14 @@ public final class SystemRun {
         }
         Workload w = workload;
         // The rows are made as the planner's own RowData (no Row and no Row -> RowData conversion
-        // per row), for both systems: the harness's source is not what is measured.
-        t.createTemporaryView("src", env.fromSequence(0, w.rows() - 1).setParallelism(1)
-                .map(new FirstRowClock(w)).returns(InternalTypeInfo.of(Workload.ROW_TYPE)).setParallelism(1));
+        // per row), for both systems: the harness's source is not what is measured. One split per
+        // workload stream at the job's parallelism, so the source does not cap either system;
+        // every key's rows come from one split, in order.
+        IngestSource src = new IngestSource(w, PARALLELISM);
+        FirstRowClock.reset();
+        t.createTemporaryView("src", env.fromSource(src, org.apache.flink.api.common.eventtime.WatermarkStrategy.noWatermarks(), "ingest rows")
+                .setParallelism(PARALLELISM)
+                .map(new FirstRowClock(w, src)).returns(InternalTypeInfo.of(Workload.ROW_TYPE)).setParallelism(PARALLELISM));
         t.createStatementSet().addInsertSql("INSERT INTO " + sink + " SELECT * FROM src").attachAsDataStream();
         Cpu cpu = new Cpu();
         long start = System.nanoTime();
@@ -318,26 +323,42 @@ public final class SystemRun {
     }
 
     /**
-     * Row i of the workload as RowData; notes when the first row is made (nanoTime and epoch ms;
-     * the jobs run in this JVM), so that rates do not include the job's start-up.
+     * The workload's row for a number of the {@link IngestSource} as RowData; notes when the first
+     * row of any stream is made (nanoTime and epoch ms; the jobs run in this JVM), so that rates
+     * do not include the job's start-up.
      */
     static final class FirstRowClock implements org.apache.flink.api.common.functions.MapFunction<Long, RowData> {
         private static final long serialVersionUID = 1L;
         static volatile long first;
         static volatile long firstWallMs;
+        private static boolean started;
         private final Workload w;
+        private final IngestSource src;
 
-        FirstRowClock(Workload w) {
+        FirstRowClock(Workload w, IngestSource src) {
             this.w = w;
+            this.src = src;
         }
 
-        @Override
-        public RowData map(Long i) {
-            if (i == 0) {
+        /** Before a job: the next first row of a stream sets the clock. */
+        static synchronized void reset() {
+            started = false;
+        }
+
+        private static synchronized void start() {
+            if (!started) {
+                started = true;
                 first = System.nanoTime();
                 firstWallMs = System.currentTimeMillis();
             }
-            return w.rowData(i);
+        }
+
+        @Override
+        public RowData map(Long n) {
+            if (src.position(n) == 0) {
+                start();
+            }
+            return w.rowData(src.rowIndex(n));
         }
     }
 

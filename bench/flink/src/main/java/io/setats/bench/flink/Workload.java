@@ -17,8 +17,10 @@ import java.io.Serializable;
  * values). Row {@code i} of {@code keys + updates} rows: for {@code i < keys} an insert of key
  * {@code i}; after that update {@code j = i - keys} rewrites key {@code 5 * j} with new values
  * (so {@code updates <= keys / 5} keys are updated once each, in order after their insert).
- * Written by one source subtask, so every key's rows reach the sink in this order and the table's
- * final state is {@link #expected(long)}.
+ * The ingest source splits the rows into {@link #streamRows streams} by key ({@code k % p} for
+ * {@code p} streams), each read by one source subtask in index order: its keys' inserts, then
+ * their updates. So every key's rows reach the sink in this order and the table's final state is
+ * {@link #expected(long)}, whatever the interleaving of the streams.
  */
 public final class Workload implements Serializable {
     private static final long serialVersionUID = 1L;
@@ -56,6 +58,55 @@ public final class Workload implements Serializable {
     /** Rows written by the ingest phase: keys + updates. */
     public long rows() {
         return keys + updates;
+    }
+
+    /**
+     * Rows of stream {@code s} of {@code p}: the rows whose key {@code k} has {@code k % p == s}.
+     *
+     * @throws IllegalArgumentException unless {@code 0 <= s < p} and {@code p} is not a multiple
+     *     of 5 (update {@code j} rewrites key {@code 5 j}, so its stream is found from {@code j mod p}
+     *     only when 5 is invertible mod {@code p})
+     */
+    public long streamRows(int s, int p) {
+        return streamInserts(s, p) + countResidue(updates, updateResidue(s, p), p);
+    }
+
+    /**
+     * The workload index ({@link #rowData(long)}'s {@code i}) of row {@code t} of stream {@code s}
+     * of {@code p} ({@code 0 <= t < streamRows(s, p)}): the stream's inserts in key order, then its
+     * updates in order. Increasing in {@code t}.
+     */
+    public long streamIndex(int s, int p, long t) {
+        long inserts = streamInserts(s, p);
+        if (t < inserts) {
+            return s + t * p;
+        }
+        return keys + updateResidue(s, p) + (t - inserts) * p;
+    }
+
+    private long streamInserts(int s, int p) {
+        if (p <= 0 || s < 0 || s >= p) {
+            throw new IllegalArgumentException("stream " + s + " of " + p);
+        }
+        return countResidue(keys, s, p);
+    }
+
+    /** How many of 0..n-1 are {@code == r (mod p)}. */
+    private static long countResidue(long n, int r, int p) {
+        return n > r ? (n - 1 - r) / p + 1 : 0;
+    }
+
+    /** The residue r of the update indexes j (mod p) whose key 5 j is in stream s. */
+    private static int updateResidue(int s, int p) {
+        if (p % 5 == 0) {
+            throw new IllegalArgumentException(p + " streams: must not be a multiple of 5");
+        }
+        for (int r = 0; r < p; r++) {
+            if ((5L * r) % p == s) {
+                return r;
+            }
+        }
+        throw new IllegalArgumentException("stream " + s + " of " + p);
     }
 
     /** Setats' changelog of the ingest (DEDUPLICATE): +I per key, -U and +U per update. */
