@@ -13,6 +13,7 @@ import (
 	"github.com/setats/setats/gateway/row"
 	"github.com/setats/setats/gateway/rowcodec"
 	"github.com/setats/setats/gateway/store"
+	"github.com/setats/setats/merge"
 	"github.com/setats/setats/proto/setatspb"
 )
 
@@ -167,11 +168,9 @@ func (f *flightService) DoGet(tkt *flight.Ticket, stream flight.FlightService_Do
 	defer s.metrics.openStreams.Dec()
 	rowsRead := s.metrics.readCounters(ot.label)
 	var kinds [4]int
-	// Rows come as their stored values and are decoded straight into the Arrow builders
-	// (store.Table.ReadEncoded, row.ChangelogBuilder.AppendEncoded); only a max_key filter
-	// decodes them into rows (for their keys).
-	var buf []store.EncodedEntry
-	var arena []byte
+	// Rows come as their stored values and are decoded straight from the store's memory into
+	// the Arrow buffers (store.Table.ReadFunc, row.ChangelogBuilder.AppendEncoded); only a
+	// max_key filter decodes them into rows (for their keys).
 	var keyDec rowcodec.ValueDecoder
 	authChanged := s.auth.Changed() // a users file change: check the grant again
 	sent := false
@@ -192,6 +191,48 @@ func (f *flightService) DoGet(tkt *flight.Ticket, stream flight.FlightService_Do
 		}
 		return nil
 	}
+	// One read (store.Table.ReadFunc) appends rows to bld until the row limit or until the
+	// batch's byte limit (full: it stops before the row that would exceed it).
+	consumed, full := 0, false // rows the read consumed (appended or skipped by a filter)
+	// add appends one row to bld, or stops the read before it when the batch is full.
+	add := func(off int64, kind merge.RowKind, commitMs int64, val []byte) error {
+		if skipBeforeMs >= 0 {
+			if commitMs < skipBeforeMs {
+				consumed++
+				return nil
+			}
+			skipBeforeMs = -1 // commit times are non-decreasing per bucket
+		}
+		if len(maxKey) > 0 {
+			keyDec.Table = ot.tbl
+			r, err := keyDec.Decode(val)
+			if err != nil {
+				return status.Errorf(codes.Internal, "%s: changelog row at offset %d: %v", where, off, err)
+			}
+			keyBuf = rowcodec.AppendKey(keyBuf[:0], ot.tbl, r)
+			if bytes.Compare(keyBuf, maxKey) > 0 {
+				consumed++
+				return nil
+			}
+		}
+		// The exact size (a second parse of the value) only near the batch's limit.
+		if bld.Len() > 0 && bld.Bytes()+bld.MaxEncodedRowBytes(val) > maxBytes {
+			n, err := bld.EncodedRowBytes(val)
+			if err != nil {
+				return err
+			}
+			if bld.Bytes()+n > maxBytes {
+				full = true
+				return store.ErrStopRead // this row starts the next batch
+			}
+		}
+		if err := bld.AppendEncoded(kind, off, commitMs, val); err != nil {
+			return err
+		}
+		kinds[kind&3]++
+		consumed++
+		return nil
+	}
 	for {
 		if !follow && next >= end {
 			return nil
@@ -209,9 +250,15 @@ func (f *flightService) DoGet(tkt *flight.Ticket, stream flight.FlightService_Do
 			limit = int(end - next)
 		}
 		var wait <-chan struct{}
+		consumed, full = 0, false
 		err := ot.use(s, func(st *storeTable) error {
-			var err error
-			buf, arena, err = st.ReadEncoded(id, next, limit, buf[:0], arena)
+			err := st.ReadFunc(id, next, limit, add)
+			if err != nil {
+				// The rows appended by this read are not a result (store.Table.ReadFunc).
+				bld.Discard()
+				kinds = [4]int{}
+				consumed, full = 0, false
+			}
 			if errors.Is(err, store.ErrPartitionDropped) {
 				droppedEnd, _ = st.PartitionDropped(id, next)
 				return nil
@@ -221,7 +268,7 @@ func (f *flightService) DoGet(tkt *flight.Ticket, stream flight.FlightService_Do
 				// names the bucket and the removed offsets (SPEC section 5: never skip silently).
 				return statusOr(err, codes.Internal, "%s: read from offset %d", where, next)
 			}
-			if len(buf) == 0 && follow {
+			if consumed == 0 && !full && follow {
 				wait = st.Wait(id, next)
 			}
 			return nil
@@ -232,44 +279,8 @@ func (f *flightService) DoGet(tkt *flight.Ticket, stream flight.FlightService_Do
 		if droppedEnd >= 0 {
 			return sendChangelogEnd(w, bld, enc, id, droppedEnd)
 		}
-		if len(buf) > 0 {
-			next = buf[len(buf)-1].Offset + 1
-			for i := range buf {
-				e := &buf[i]
-				if skipBeforeMs >= 0 {
-					if e.CommitMs < skipBeforeMs {
-						continue
-					}
-					skipBeforeMs = -1 // commit times are non-decreasing per bucket
-				}
-				if len(maxKey) > 0 {
-					keyDec.Table = ot.tbl
-					r, err := keyDec.Decode(e.Value)
-					if err != nil {
-						return status.Errorf(codes.Internal, "%s: changelog row at offset %d: %v", where, e.Offset, err)
-					}
-					keyBuf = rowcodec.AppendKey(keyBuf[:0], ot.tbl, r)
-					if bytes.Compare(keyBuf, maxKey) > 0 {
-						continue
-					}
-				}
-				// The exact size (a second parse of the value) only near the batch's limit.
-				if bld.Len() > 0 && bld.Bytes()+bld.MaxEncodedRowBytes(e.Value) > maxBytes {
-					n, err := bld.EncodedRowBytes(e.Value)
-					if err != nil {
-						return err
-					}
-					if bld.Bytes()+n > maxBytes {
-						if err := send(); err != nil {
-							return err
-						}
-					}
-				}
-				if err := bld.AppendEncoded(e.Kind, e.Offset, e.CommitMs, e.Value); err != nil {
-					return err
-				}
-				kinds[e.Kind&3]++
-			}
+		if consumed > 0 || full {
+			next += int64(consumed) // offsets are dense: the rows read are next, next+1, ...
 			if bld.Len() == 0 && sent {
 				continue
 			}

@@ -27,7 +27,7 @@ func BenchmarkDecode(b *testing.B) {
 // into one DoGet record batch (rows/s): "decode-append" decodes each into a row
 // (rowcodec.ValueDecoder, as store.Table.Read) and appends it (Append), sizing it with RowBytes;
 // "append-encoded" sizes it with EncodedRowBytes and appends the value (AppendEncoded), the
-// DoGet path since store.Table.ReadEncoded.
+// DoGet path since store.Table.ReadEncoded (now ReadFunc).
 func BenchmarkChangelogBuilder(b *testing.B) {
 	tbl := rowtest.SeedsTable()
 	rows := rowtest.SeedsRows(4096)

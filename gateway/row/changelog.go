@@ -54,13 +54,12 @@ func ChangelogSchema(tbl *catalog.Table, partition string, bucket int32) *arrow.
 // ChangelogBuilder accumulates changelog rows of one bucket and turns them into Arrow record
 // batches of ChangelogSchema. It is not safe for concurrent use. Call Release when done.
 type ChangelogBuilder struct {
-	tbl    *catalog.Table
-	rb     *array.RecordBuilder
-	kind   *array.Int8Builder
-	offset *array.Int64Builder
-	commit *array.TimestampBuilder
-	cols   []func(v any) bool // appends one non-null value; false when its Go type does not fit
-	bytes  int                // Arrow buffer bytes appended since the last NewRecordBatch, about
+	tbl *catalog.Table
+	rb  *array.RecordBuilder // the table's columns other than bin's (its first 3 fields stay empty)
+	// The reserved columns, in raw Arrow buffers (one value per row; rowcodec.FixedColumn).
+	kind, offset, commit *rowcodec.FixedColumn
+	cols                 []func(v any) bool // appends one non-null value; false when its Go type does not fit
+	bytes                int                // Arrow buffer bytes appended since the last NewRecordBatch, about
 	// enc decodes stored values straight into the column builders (AppendEncoded); nil when the
 	// schema's column types are not the table's (encErr says why): AppendEncoded then decodes
 	// into a row with dec and appends it.
@@ -81,9 +80,9 @@ func NewChangelogBuilder(mem memory.Allocator, tbl *catalog.Table, schema *arrow
 	b := &ChangelogBuilder{
 		tbl:    tbl,
 		rb:     rb,
-		kind:   rb.Field(0).(*array.Int8Builder),
-		offset: rb.Field(1).(*array.Int64Builder),
-		commit: rb.Field(2).(*array.TimestampBuilder),
+		kind:   mustFixedColumn(arrow.PrimitiveTypes.Int8),
+		offset: mustFixedColumn(arrow.PrimitiveTypes.Int64),
+		commit: mustFixedColumn(CommitTimestampType),
 		cols:   make([]func(any) bool, len(tbl.Columns)),
 	}
 	out := make([]array.Builder, len(tbl.Columns))
@@ -111,6 +110,16 @@ func NewChangelogBuilder(mem memory.Allocator, tbl *catalog.Table, schema *arrow
 	}
 	b.dec.Table = tbl
 	return b
+}
+
+// mustFixedColumn returns a rowcodec.FixedColumn of typ, one of the reserved columns' types (all
+// of a width it takes).
+func mustFixedColumn(typ arrow.DataType) *rowcodec.FixedColumn {
+	c, err := rowcodec.NewFixedColumn(typ)
+	if err != nil {
+		panic(err)
+	}
+	return c
 }
 
 // binaryAppender returns a function appending one non-null string or []byte row value to col;
@@ -177,9 +186,9 @@ func (b *ChangelogBuilder) Append(kind merge.RowKind, offset, commitMs int64, r 
 	if len(r) != len(b.cols) {
 		return errorf(ErrInternal, "table %s: changelog row at offset %d has %d values, the table %d columns", b.tbl.QualifiedName(), offset, len(r), len(b.cols))
 	}
-	b.kind.Append(int8(kind))
+	b.kind.Append(int64(kind))
 	b.offset.Append(offset)
-	b.commit.Append(arrow.Timestamp(commitMs))
+	b.commit.Append(commitMs)
 	b.bytes += RowBytes(r)
 	for c, v := range r {
 		if v == nil {
@@ -227,7 +236,7 @@ func (b *ChangelogBuilder) MaxEncodedRowBytes(val []byte) int {
 }
 
 // AppendEncoded adds one changelog row like Append, given as its stored value (rowcodec.EncodeValue
-// of the full row, as store.Table.ReadEncoded returns it), decoded straight into the column
+// of the full row, as store.Table.ReadFunc passes it), decoded straight into the column
 // builders: no merge.Row, no boxed values, no copy of strings other than the one into the
 // batch's buffers. val may be reused after the call. A malformed value is ErrInternal; the
 // builder is then unusable (Release it).
@@ -239,9 +248,9 @@ func (b *ChangelogBuilder) AppendEncoded(kind merge.RowKind, offset, commitMs in
 		}
 		return b.Append(kind, offset, commitMs, r)
 	}
-	b.kind.Append(int8(kind))
+	b.kind.Append(int64(kind))
 	b.offset.Append(offset)
-	b.commit.Append(arrow.Timestamp(commitMs))
+	b.commit.Append(commitMs)
 	n, err := b.enc.Append(val)
 	if err != nil {
 		return errorf(ErrInternal, "table %s: changelog row at offset %d: %v", b.tbl.QualifiedName(), offset, err)
@@ -282,8 +291,9 @@ func (b *ChangelogBuilder) NewRecordBatch() arrow.RecordBatch {
 	b.bytes = 0
 	rows := b.Len()
 	cols := make([]arrow.Array, 3+len(b.bin))
-	for i := range cols {
-		if i >= 3 && b.bin[i-3] != nil {
+	cols[0], cols[1], cols[2] = b.kind.NewArray(), b.offset.NewArray(), b.commit.NewArray()
+	for i := 3; i < len(cols); i++ {
+		if b.bin[i-3] != nil {
 			cols[i] = b.bin[i-3].NewArray()
 		} else {
 			cols[i] = b.rb.Field(i).NewArray()
@@ -298,6 +308,10 @@ func (b *ChangelogBuilder) NewRecordBatch() arrow.RecordBatch {
 	}
 	return rec
 }
+
+// Discard drops the rows appended since the last NewRecordBatch (a read that turned out not to
+// be a result, store.Table.ReadFunc).
+func (b *ChangelogBuilder) Discard() { b.NewRecordBatch().Release() }
 
 // Release frees the builder's memory.
 func (b *ChangelogBuilder) Release() { b.rb.Release() }

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
+	"slices"
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -24,7 +25,7 @@ type BinaryColumn struct {
 	typ     arrow.DataType
 	offsets []byte // little-endian int32: value i starts at offset i; Len()+1 of them
 	data    []byte
-	valid   []byte // bit i (LSB first) set: value i is not null
+	valid   []byte // bit i (LSB first) set: value i is not null; kept only when nulls > 0
 	nulls   int
 	spare   spareBuffers
 }
@@ -52,40 +53,71 @@ func (c *BinaryColumn) DataLen() int { return len(c.data) }
 // Append appends one non-null value (copied). A value that would take the column's data past
 // math.MaxInt32 bytes is an error and appends nothing.
 func (c *BinaryColumn) Append(v []byte) error {
-	if len(v) > math.MaxInt32-len(c.data) {
+	d := len(c.data)
+	if len(v) > math.MaxInt32-d {
 		return errColumnTooLarge
 	}
-	c.data = append(c.data, v...)
+	if len(v) > cap(c.data)-d {
+		c.data = slices.Grow(c.data, len(v))
+	}
+	// Re-slicing a field to itself stores no pointer: no GC write barrier per value.
+	c.data = c.data[:d+len(v)]
+	copy(c.data[d:], v)
 	c.push(true)
 	return nil
 }
 
 // AppendString is Append of a string value.
 func (c *BinaryColumn) AppendString(v string) error {
-	if len(v) > math.MaxInt32-len(c.data) {
+	d := len(c.data)
+	if len(v) > math.MaxInt32-d {
 		return errColumnTooLarge
 	}
-	c.data = append(c.data, v...)
+	if len(v) > cap(c.data)-d {
+		c.data = slices.Grow(c.data, len(v))
+	}
+	c.data = c.data[:d+len(v)]
+	copy(c.data[d:], v)
 	c.push(true)
 	return nil
 }
 
-// AppendNull appends a null.
+// AppendNull appends a null. The validity bitmap is kept from a column's first null on (the
+// values before it are all valid); a batch without nulls has none, as in Arrow.
 func (c *BinaryColumn) AppendNull() {
+	if c.nulls == 0 {
+		i := c.Len()
+		c.valid = c.valid[:0]
+		for range i / 8 {
+			c.valid = append(c.valid, 0xFF)
+		}
+		if i%8 != 0 {
+			c.valid = append(c.valid, byte(1)<<(i%8)-1)
+		}
+	}
 	c.nulls++
 	c.push(false)
 }
 
-// push records the end offset and the validity bit of the value just appended.
+// push records the end offset of the value just appended and, once the column has a null, its
+// validity bit.
 func (c *BinaryColumn) push(valid bool) {
-	i := c.Len()
+	o := len(c.offsets)
+	if cap(c.offsets)-o < 4 {
+		c.offsets = slices.Grow(c.offsets, 4)
+	}
+	c.offsets = c.offsets[:o+4]
+	binary.LittleEndian.PutUint32(c.offsets[o:], uint32(len(c.data)))
+	if c.nulls == 0 {
+		return
+	}
+	i := o/4 - 1
 	if i%8 == 0 {
 		c.valid = append(c.valid, 0)
 	}
 	if valid {
 		c.valid[i/8] |= 1 << (i % 8)
 	}
-	c.offsets = binary.LittleEndian.AppendUint32(c.offsets, uint32(len(c.data)))
 }
 
 // NewArray returns the values appended so far as an array of the column's type (the caller
@@ -99,12 +131,12 @@ func (c *BinaryColumn) NewArray() arrow.Array {
 	}
 	n, nulls := c.Len(), c.nulls
 	bufs := []*memory.Buffer{valid, memory.NewBufferWithAllocator(c.offsets, &c.spare), memory.NewBufferWithAllocator(c.data, &c.spare)}
-	offsets, data, validCap := cap(c.offsets), cap(c.data), cap(c.valid)
-	if nulls == 0 {
-		c.spare.Free(c.valid) // not handed to the array
+	offsets, data := cap(c.offsets), cap(c.data)
+	if nulls > 0 {
+		c.valid = c.spare.get(cap(c.valid)) // the array has the bitmap
 	}
 	c.offsets = append(c.spare.get(offsets), 0, 0, 0, 0)
-	c.data, c.valid, c.nulls = c.spare.get(data), c.spare.get(validCap), 0
+	c.data, c.valid, c.nulls = c.spare.get(data), c.valid[:0], 0
 	d := array.NewData(c.typ, n, bufs, nil, nulls, 0)
 	a := array.MakeFromData(d)
 	d.Release()

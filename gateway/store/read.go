@@ -45,7 +45,7 @@ func (t *Table) Read(id BucketID, from int64, maxRows int, dst []Entry) ([]Entry
 	discard, err := t.readRows(id, from, maxRows, func(off int64, kind merge.RowKind, commitMs int64, val []byte) error {
 		r, err := dec.Decode(val)
 		if err != nil {
-			return err
+			return t.internal(err)
 		}
 		dst = append(dst, Entry{Offset: off, Kind: kind, CommitMs: commitMs, Row: r})
 		return nil
@@ -56,42 +56,35 @@ func (t *Table) Read(id BucketID, from int64, maxRows int, dst []Entry) ([]Entry
 	return dst, err
 }
 
-// EncodedEntry is one changelog row as ReadEncoded returns it: its offset, RowKind, commit time
-// (ms) and the stored value of the full row (rowcodec.EncodeValue; row.ChangelogBuilder's
-// AppendEncoded decodes it straight into Arrow builders).
-type EncodedEntry struct {
-	Offset   int64
-	Kind     merge.RowKind
-	CommitMs int64
-	Value    []byte
-}
+// ErrStopRead, returned by the function ReadFunc calls, ends the read at that row: ReadFunc
+// returns nil, and the caller reads on from that row's offset.
+var ErrStopRead = errors.New("store: read stopped by the caller")
 
-// ReadEncoded is Read without decoding the rows: it appends to dst[:0] the same rows as
-// EncodedEntry values whose Value bytes are copied into arena[:0] (grown as needed; both are
-// returned for reuse by the next call, which overwrites them). Errors as Read's.
-func (t *Table) ReadEncoded(id BucketID, from int64, maxRows int, dst []EncodedEntry, arena []byte) ([]EncodedEntry, []byte, error) {
-	dst, arena = dst[:0], arena[:0]
-	discard, err := t.readRows(id, from, maxRows, func(off int64, kind merge.RowKind, commitMs int64, val []byte) error {
-		if cap(arena)-len(arena) < len(val) {
-			// A new block: the values already appended keep pointing into the old one.
-			arena = make([]byte, 0, max(2*cap(arena), len(val), 64<<10))
-		}
-		at := len(arena)
-		arena = append(arena, val...)
-		dst = append(dst, EncodedEntry{Offset: off, Kind: kind, CommitMs: commitMs, Value: arena[at:len(arena):len(arena)]})
+// ReadFunc is Read without decoding the rows: it calls fn with the same rows, in offset order:
+// offset, RowKind, commit time (ms) and val, the stored value of the full row
+// (rowcodec.EncodeValue; row.ChangelogBuilder.AppendEncoded decodes it straight into Arrow
+// buffers). val points into Pebble's or the in-memory tail's memory and is valid only during the
+// call: fn copies what it keeps (no copy of it is made for fn). fn runs inside the store's
+// operation, with a Pebble iterator open: it must not block (no network sends).
+//
+// fn returning ErrStopRead ends the read at that row, and ReadFunc returns nil; any other error
+// ends it and is returned as is. Errors otherwise as Read's; after an error (fn's included) the
+// rows fn received are not a result (a partition dropped or rows removed by retention during the
+// read are found only at its end): the caller discards them.
+func (t *Table) ReadFunc(id BucketID, from int64, maxRows int, fn func(off int64, kind merge.RowKind, commitMs int64, val []byte) error) error {
+	_, err := t.readRows(id, from, maxRows, fn)
+	if errors.Is(err, ErrStopRead) {
 		return nil
-	})
-	if discard {
-		dst = dst[:0]
 	}
-	return dst, arena, err
+	return err
 }
 
 // rowEmitter receives one changelog row of a read; val is valid only during the call. An error
-// stops the read (it is returned as ErrInternal: a value that does not decode).
+// stops the read and readRows returns it as is (ErrStopRead included).
 type rowEmitter func(off int64, kind merge.RowKind, commitMs int64, val []byte) error
 
-// readRows calls emit with the changelog rows Read returns, in offset order. discard reports
+// readRows calls emit with the changelog rows Read returns, in offset order, until emit returns
+// an error (returned as is, discard false). discard reports
 // that the rows emitted so far are not a result (the error says why: a partition dropped or
 // rows removed by retention during the read); Read then returns none of them.
 func (t *Table) readRows(id BucketID, from int64, maxRows int, emit rowEmitter) (discard bool, err error) {
@@ -126,7 +119,7 @@ func (t *Table) readRows(id BucketID, from int64, maxRows int, emit rowEmitter) 
 			}
 			var err error
 			if want, err = emitChunkRows(c, want, upto, emit); err != nil {
-				return false, t.internal(err)
+				return false, t.emitError(err)
 			}
 		}
 		if want != upto {
@@ -156,7 +149,7 @@ func (t *Table) readRows(id BucketID, from int64, maxRows int, emit rowEmitter) 
 			break // retention removed rows after we read the metadata
 		}
 		if want, err = emitChunkRows(c, want, upto, emit); err != nil {
-			return false, t.internal(err)
+			return false, t.emitError(err)
 		}
 	}
 	if err := it.Error(); err != nil {
@@ -175,8 +168,18 @@ func (t *Table) readRows(id BucketID, from int64, maxRows int, emit rowEmitter) 
 	return false, nil
 }
 
+// emitError is readRows' error for an error of emitChunkRows: a malformed chunk is
+// ErrInternal, emit's own errors are returned as they are.
+func (t *Table) emitError(err error) error {
+	if errors.Is(err, errMalformedChunk) {
+		return t.internal(err)
+	}
+	return err
+}
+
 // emitChunkRows calls emit with the rows of c with offsets in [want, upto) and returns the
-// offset after the last row emitted. want must lie in c.
+// offset after the last row emitted. want must lie in c. A malformed chunk is errMalformedChunk;
+// emit's errors are returned as they are.
 func emitChunkRows(c chunk, want, upto int64, emit rowEmitter) (int64, error) {
 	for off := c.first; off < c.end() && want < upto; off++ {
 		kind, val, err := c.next()
