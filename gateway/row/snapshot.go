@@ -51,9 +51,12 @@ func ProjectedSnapshotSchema(tbl *catalog.Table, cols []int, partition string, b
 // SnapshotBuilder accumulates snapshot rows and turns them into record batches of
 // SnapshotSchema (or ProjectedSnapshotSchema). Not safe for concurrent use; Release when done.
 type SnapshotBuilder struct {
-	tbl    *catalog.Table
-	rb     *array.RecordBuilder
-	key    *array.BinaryBuilder
+	tbl *catalog.Table
+	rb  *array.RecordBuilder // the output columns other than key's and bin's (which stay empty there)
+	key *rowcodec.BinaryColumn
+	// bin[i] holds output column i when it is a string or binary column (nil otherwise): raw
+	// Arrow buffers reused once a batch is released, as in ChangelogBuilder.
+	bin    []*rowcodec.BinaryColumn
 	proj   []int // table column of each output column
 	cols   []func(v any) bool
 	bytes  int
@@ -76,10 +79,20 @@ func NewProjectedSnapshotBuilder(mem memory.Allocator, tbl *catalog.Table, cols 
 		}
 	}
 	rb := array.NewRecordBuilder(mem, schema)
-	b := &SnapshotBuilder{tbl: tbl, rb: rb, key: rb.Field(0).(*array.BinaryBuilder), proj: cols, cols: make([]func(any) bool, len(cols))}
+	b := &SnapshotBuilder{tbl: tbl, rb: rb, key: rowcodec.NewBinaryColumn(arrow.BinaryTypes.Binary), proj: cols,
+		cols: make([]func(any) bool, len(cols)), bin: make([]*rowcodec.BinaryColumn, len(cols))}
 	out := make([]array.Builder, len(tbl.Columns))
 	for i, c := range cols {
-		b.cols[i] = valueAppender(rb.Field(1 + i))
+		switch rb.Field(1 + i).(type) {
+		case *array.StringBuilder:
+			b.bin[i] = rowcodec.NewBinaryColumn(arrow.BinaryTypes.String)
+			b.cols[i] = binaryAppender(b.bin[i])
+		case *array.BinaryBuilder:
+			b.bin[i] = rowcodec.NewBinaryColumn(arrow.BinaryTypes.Binary)
+			b.cols[i] = binaryAppender(b.bin[i])
+		default:
+			b.cols[i] = valueAppender(rb.Field(1 + i))
+		}
 		if c >= 0 && c < len(out) {
 			if out[c] != nil {
 				b.encErr = fmt.Errorf("column %q projected twice", tbl.Columns[c].Name)
@@ -90,6 +103,13 @@ func NewProjectedSnapshotBuilder(mem memory.Allocator, tbl *catalog.Table, cols 
 	if b.encErr == nil {
 		b.enc, b.encErr = rowcodec.NewArrowAppender(tbl, out)
 	}
+	for i, bc := range b.bin {
+		if bc != nil && b.enc != nil {
+			if err := b.enc.UseBinaryColumn(cols[i], bc); err != nil {
+				b.enc, b.encErr = nil, err
+			}
+		}
+	}
 	return b
 }
 
@@ -99,13 +119,19 @@ func (b *SnapshotBuilder) Append(key []byte, r merge.Row) error {
 	if len(r) != len(b.tbl.Columns) {
 		return errorf(ErrInternal, "table %s: snapshot row has %d values, the table %d columns", b.tbl.QualifiedName(), len(r), len(b.tbl.Columns))
 	}
-	b.key.Append(key)
+	if err := b.key.Append(key); err != nil {
+		return errorf(ErrInternal, "table %s: snapshot row: key: %v", b.tbl.QualifiedName(), err)
+	}
 	b.bytes += len(key)
 	for i, c := range b.proj {
 		v := r[c]
 		b.bytes += valueBytes(v)
 		if v == nil {
-			b.rb.Field(1 + i).AppendNull()
+			if b.bin[i] != nil {
+				b.bin[i].AppendNull()
+			} else {
+				b.rb.Field(1 + i).AppendNull()
+			}
 			continue
 		}
 		if !b.cols[i](v) {
@@ -124,7 +150,9 @@ func (b *SnapshotBuilder) AppendEncoded(key, val []byte) error {
 	if b.encErr != nil {
 		return errorf(ErrInternal, "table %s: snapshot row: %v", b.tbl.QualifiedName(), b.encErr)
 	}
-	b.key.Append(key)
+	if err := b.key.Append(key); err != nil {
+		return errorf(ErrInternal, "table %s: snapshot row: key: %v", b.tbl.QualifiedName(), err)
+	}
 	n, err := b.enc.Append(val)
 	if err != nil {
 		return errorf(ErrInternal, "table %s: snapshot row: %v", b.tbl.QualifiedName(), err)
@@ -149,7 +177,21 @@ func (b *SnapshotBuilder) Bytes() int { return b.bytes }
 // NewRecordBatch returns the rows appended so far (the caller releases it) and resets.
 func (b *SnapshotBuilder) NewRecordBatch() arrow.RecordBatch {
 	b.bytes = 0
-	return b.rb.NewRecordBatch()
+	rows := b.key.Len()
+	cols := make([]arrow.Array, 1+len(b.bin))
+	cols[0] = b.key.NewArray()
+	for i := 1; i < len(cols); i++ {
+		if b.bin[i-1] != nil {
+			cols[i] = b.bin[i-1].NewArray()
+		} else {
+			cols[i] = b.rb.Field(i).NewArray()
+		}
+	}
+	rec := array.NewRecordBatch(b.rb.Schema(), cols, int64(rows))
+	for _, a := range cols {
+		a.Release()
+	}
+	return rec
 }
 
 // Release frees the builder's memory.

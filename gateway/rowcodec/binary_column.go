@@ -50,6 +50,12 @@ func (c *BinaryColumn) Len() int { return len(c.offsets)/4 - 1 }
 // DataLen returns the number of value bytes appended since the last NewArray.
 func (c *BinaryColumn) DataLen() int { return len(c.data) }
 
+// Value returns the bytes of value i (0 <= i < Len(); empty for a null) appended since the last
+// NewArray, valid until the next call that changes the column.
+func (c *BinaryColumn) Value(i int) []byte {
+	return c.data[binary.LittleEndian.Uint32(c.offsets[4*i:]):binary.LittleEndian.Uint32(c.offsets[4*i+4:])]
+}
+
 // Append appends one non-null value (copied). A value that would take the column's data past
 // math.MaxInt32 bytes is an error and appends nothing.
 func (c *BinaryColumn) Append(v []byte) error {

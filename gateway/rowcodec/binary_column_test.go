@@ -17,8 +17,8 @@ import (
 // TestBinaryColumn checks BinaryColumn against array.BinaryBuilder / StringBuilder: the same
 // arrays (values, nulls, lengths; valid per ValidateFull) for random values and nulls over
 // several batches of different sizes (an empty one, one without nulls, one of nulls only,
-// batches crossing bitmap bytes), and that an array NewArray returned keeps its values while the
-// column goes on with the next batch.
+// batches crossing bitmap bytes), Value of each value just appended, and that an array NewArray
+// returned keeps its values while the column goes on with the next batch.
 func TestBinaryColumn(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 12))
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
@@ -55,6 +55,9 @@ func TestBinaryColumn(t *testing.T) {
 					b.Append(string(v))
 				case *array.BinaryBuilder:
 					b.Append(v)
+				}
+				if got := col.Value(col.Len() - 1); string(got) != string(v) {
+					t.Fatalf("%s round %d: Value(%d) = %q, want %q", typ, round, col.Len()-1, got, v)
 				}
 				if len(v) > 0 {
 					v[0] = '!' // the column copied the value
