@@ -14,6 +14,7 @@ import org.apache.flink.table.types.logical.TimestampType;
 
 import org.apache.arrow.memory.ArrowBuf;
 import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.memory.util.MemoryUtil;
 import org.apache.arrow.vector.BaseFixedWidthVector;
 import org.apache.arrow.vector.BaseVariableWidthVector;
 import org.apache.arrow.vector.BigIntVector;
@@ -48,6 +49,8 @@ import java.util.List;
  * a variable-width value's bytes are copied once from its {@link BinaryStringData} segment into
  * the data buffer at an end offset the writer keeps, and {@link #reset()} reserves the previous
  * batch's row count and data bytes so a steady stream of batches does not grow buffers mid-batch.
+ * A string's validity bit, end offset and bytes are stored without ArrowBuf's per-access bounds
+ * and reference-count checks ({@code MemoryUtil}), into room the writer made just before.
  * Nulls clear the validity bit; a null variable-width value repeats the end offset.
  */
 public final class RowDataArrowWriter implements AutoCloseable {
@@ -290,8 +293,10 @@ public final class RowDataArrowWriter implements AutoCloseable {
             }
             int n = append(row, end);
             end += n;
-            BitVectorHelper.setBit(vector.getValidityBuffer(), index);
-            vector.getOffsetBuffer().setInt((long) (index + 1) * 4, end);
+            // Unchecked stores: the writer made room for index (grow) and the bytes (room).
+            long validity = vector.getValidityBufferAddress() + (index >> 3);
+            MemoryUtil.putByte(validity, (byte) (MemoryUtil.getByte(validity) | (1 << (index & 7))));
+            MemoryUtil.putInt(vector.getOffsetBufferAddress() + (long) (index + 1) * 4, end);
             return n;
         }
 
@@ -436,7 +441,9 @@ public final class RowDataArrowWriter implements AutoCloseable {
                             MemorySegment[] segs = s.getSegments();
                             if (segs.length == 1 && !segs[0].isOffHeap()) {
                                 int n = s.getSizeInBytes();
-                                room(at, n).setBytes(at, segs[0].getArray(), s.getOffset(), n);
+                                // Unchecked copy into the room just made (no ArrowBuf bounds/refCnt check).
+                                MemoryUtil.copyToMemory(
+                                        segs[0].getArray(), s.getOffset(), room(at, n).memoryAddress() + at, n);
                                 return n;
                             }
                         }
