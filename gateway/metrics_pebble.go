@@ -14,7 +14,7 @@ import (
 type pebbleCollector struct {
 	tables func() []labeledStore
 
-	flushes, flushing, compactions, compacting, debt, wal, flushed, compacted, l0, blobFiles, blobBytes, blobRef *prometheus.Desc
+	flushes, flushing, compactions, compacting, debt, wal, flushed, compacted, l0, blobFiles, blobBytes, blobValue, blobRef *prometheus.Desc
 }
 
 func newPebbleCollector(tables func() []labeledStore) *pebbleCollector {
@@ -32,14 +32,15 @@ func newPebbleCollector(tables func() []labeledStore) *pebbleCollector {
 		flushed:     d("setats_pebble_flushed_bytes_total", "Sstable bytes written by flushes since the store opened."),
 		compacted:   d("setats_pebble_compacted_bytes_total", "Sstable bytes written by compactions since the store opened."),
 		l0:          d("setats_pebble_l0_files", "Sstables in level 0 of the Pebble DB."),
-		blobFiles:   d("setats_pebble_blob_files", "Live blob files of the Pebble DB (changelog chunks kept out of the sstables)."),
-		blobBytes:   d("setats_pebble_blob_bytes", "Size on disk of the Pebble DB's live blob files, bytes."),
-		blobRef:     d("setats_pebble_blob_referenced_value_bytes", "Uncompressed bytes of the values in live blob files that keys still reference."),
+		blobFiles:   d("setats_pebble_blob_files", "Live blob files of the Pebble DB (values of 1 KiB or more kept out of the sstables: changelog chunks, large state rows)."),
+		blobBytes:   d("setats_pebble_blob_bytes", "Size on disk of the Pebble DB's live blob files (compressed), bytes."),
+		blobValue:   d("setats_pebble_blob_value_bytes", "Uncompressed bytes of all values in the Pebble DB's live blob files."),
+		blobRef:     d("setats_pebble_blob_referenced_value_bytes", "Uncompressed bytes of the values in live blob files that keys still reference; setats_pebble_blob_value_bytes minus this is space not reclaimed yet."),
 	}
 }
 
 func (c *pebbleCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.flushes, c.flushing, c.compactions, c.compacting, c.debt, c.wal, c.flushed, c.compacted, c.l0, c.blobFiles, c.blobBytes, c.blobRef} {
+	for _, d := range []*prometheus.Desc{c.flushes, c.flushing, c.compactions, c.compacting, c.debt, c.wal, c.flushed, c.compacted, c.l0, c.blobFiles, c.blobBytes, c.blobValue, c.blobRef} {
 		ch <- d
 	}
 }
@@ -69,6 +70,7 @@ func (c *pebbleCollector) Collect(ch chan<- prometheus.Metric) {
 			gauge(c.l0, float64(m.L0Files))
 			gauge(c.blobFiles, float64(m.BlobFiles))
 			gauge(c.blobBytes, float64(m.BlobBytes))
+			gauge(c.blobValue, float64(m.BlobValueBytes))
 			gauge(c.blobRef, float64(m.BlobReferencedBytes))
 		}
 	}

@@ -39,7 +39,7 @@ func TestStagingAndPebbleMetrics(t *testing.T) {
 	for _, name := range []string{"setats_pebble_flushes_total", "setats_pebble_flushes_in_progress", "setats_pebble_compactions_total",
 		"setats_pebble_compactions_in_progress", "setats_pebble_compaction_debt_bytes", "setats_pebble_flushed_bytes_total",
 		"setats_pebble_compacted_bytes_total", "setats_pebble_l0_files", "setats_pebble_blob_files", "setats_pebble_blob_bytes",
-		"setats_pebble_blob_referenced_value_bytes"} {
+		"setats_pebble_blob_value_bytes", "setats_pebble_blob_referenced_value_bytes"} {
 		if _, ok := seriesValue(body, name, `db="table",table="db.m"`); !ok {
 			t.Errorf("no %s for the table's DB", name)
 		}

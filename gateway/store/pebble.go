@@ -23,7 +23,8 @@ const DefaultCacheBytes = 192 << 20
 const memTableBytes = 32 << 20
 
 // blobMinValueBytes is the smallest value Pebble separates into a blob file (bytes): changelog
-// chunks of more than a few rows; state rows stay in the sstables.
+// chunks of more than a few rows, and state rows of 1 KiB or more; smaller state rows stay in
+// the sstables.
 const blobMinValueBytes = 1 << 10
 
 // PebbleOptions returns the Pebble options of a table's DB (and of its staging DB), with cache as
@@ -42,12 +43,13 @@ const blobMinValueBytes = 1 << 10
 // memtables and the default 192 MiB cache, 128 MiB are left for blocks while one table is written,
 // enough for the state of about 1M rows of the benchmark's shape.
 //
-// Values of blobMinValueBytes or more (changelog chunks, up to about 32 KiB each; state rows are
-// far smaller) are separated into blob files (Pebble's value separation): a flush writes each
-// chunk once, and compactions move the chunk keys with a reference instead of rewriting and
-// recompressing the chunk at every level. A blob file is deleted once no sstable references it
-// (retention's range deletion of whole chunks, compacted); one whose unreferenced part exceeds
-// 20% is rewritten once it is 5 minutes old, so space of partly retained files comes back too.
+// Values of blobMinValueBytes or more (changelog chunks, up to about 32 KiB each; state rows of
+// typical tables are far smaller, a state row that large goes there too) are separated into blob
+// files (Pebble's value separation): a flush writes each chunk once, and compactions move the
+// chunk keys with a reference instead of rewriting and recompressing the chunk at every level. A
+// blob file is deleted once no sstable references it (retention's range deletion of whole
+// chunks, compacted); one whose unreferenced part exceeds 20% is rewritten once it is 5 minutes
+// old, so space of partly retained files comes back too.
 // In the loadgen ingest of 1M keys it cut the gateway's CPU by about a tenth (docs/PERF-NOTES.md).
 //
 // Blocks are compressed with Pebble's FastestCompression (MinLZ on amd64, Snappy on arm64, where

@@ -23,11 +23,13 @@ type DBMetrics struct {
 	FlushedBytes, CompactedBytes uint64
 	// L0Files is the number of sstables in level 0 now.
 	L0Files int64
-	// BlobFiles and BlobBytes are the live blob files (separated changelog chunks, PebbleOptions)
-	// and their size on disk (bytes); BlobReferencedBytes is the uncompressed size of the values
-	// in them that keys still reference, so BlobBytes well above it is space retention freed that
-	// blob file rewrites have not reclaimed yet.
-	BlobFiles, BlobBytes, BlobReferencedBytes uint64
+	// BlobFiles and BlobBytes are the live blob files (values of blobMinValueBytes or more:
+	// changelog chunks, and state rows that large; PebbleOptions) and their size on disk
+	// (compressed, bytes). BlobValueBytes is the uncompressed size of all values in them and
+	// BlobReferencedBytes of those that keys still reference: BlobValueBytes minus
+	// BlobReferencedBytes is space retention freed that blob file rewrites have not reclaimed
+	// yet (Pebble's BlobFiles.ValueSize and ReferencedValueSize).
+	BlobFiles, BlobBytes, BlobValueBytes, BlobReferencedBytes uint64
 }
 
 // PebbleMetrics returns the metrics of the table's DB and, once opened (the first abort-staged),
@@ -56,6 +58,7 @@ func dbMetrics(name string, m *pebble.Metrics) DBMetrics {
 		L0Files:               m.Levels[0].TablesCount,
 		BlobFiles:             m.BlobFiles.LiveCount,
 		BlobBytes:             m.BlobFiles.LiveSize,
+		BlobValueBytes:        m.BlobFiles.ValueSize,
 		BlobReferencedBytes:   m.BlobFiles.ReferencedValueSize,
 	}
 	for _, l := range m.Levels {
