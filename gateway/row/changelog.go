@@ -89,16 +89,7 @@ func NewChangelogBuilder(mem memory.Allocator, tbl *catalog.Table, schema *arrow
 	b.bin = make([]*rowcodec.BinaryColumn, len(tbl.Columns))
 	for c := range tbl.Columns {
 		out[c] = rb.Field(3 + c)
-		switch rb.Field(3 + c).(type) {
-		case *array.StringBuilder:
-			b.bin[c] = rowcodec.NewBinaryColumn(arrow.BinaryTypes.String)
-			b.cols[c] = binaryAppender(b.bin[c])
-		case *array.BinaryBuilder:
-			b.bin[c] = rowcodec.NewBinaryColumn(arrow.BinaryTypes.Binary)
-			b.cols[c] = binaryAppender(b.bin[c])
-		default:
-			b.cols[c] = valueAppender(rb.Field(3 + c))
-		}
+		b.bin[c], b.cols[c] = columnAppender(rb.Field(3 + c))
 	}
 	b.enc, b.encErr = rowcodec.NewArrowAppender(tbl, out)
 	for c, bc := range b.bin {
@@ -120,6 +111,22 @@ func mustFixedColumn(typ arrow.DataType) *rowcodec.FixedColumn {
 		panic(err)
 	}
 	return c
+}
+
+// columnAppender returns the appender of one data column whose Arrow field builder is fb, for
+// ChangelogBuilder and SnapshotBuilder alike: string and binary values go to a new
+// rowcodec.BinaryColumn, which it returns; values of any other type go to fb itself (nil column).
+func columnAppender(fb array.Builder) (*rowcodec.BinaryColumn, func(any) bool) {
+	switch fb.(type) {
+	case *array.StringBuilder:
+		col := rowcodec.NewBinaryColumn(arrow.BinaryTypes.String)
+		return col, binaryAppender(col)
+	case *array.BinaryBuilder:
+		col := rowcodec.NewBinaryColumn(arrow.BinaryTypes.Binary)
+		return col, binaryAppender(col)
+	default:
+		return nil, valueAppender(fb)
+	}
 }
 
 // binaryAppender returns a function appending one non-null string or []byte row value to col;

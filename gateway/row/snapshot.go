@@ -83,16 +83,7 @@ func NewProjectedSnapshotBuilder(mem memory.Allocator, tbl *catalog.Table, cols 
 		cols: make([]func(any) bool, len(cols)), bin: make([]*rowcodec.BinaryColumn, len(cols))}
 	out := make([]array.Builder, len(tbl.Columns))
 	for i, c := range cols {
-		switch rb.Field(1 + i).(type) {
-		case *array.StringBuilder:
-			b.bin[i] = rowcodec.NewBinaryColumn(arrow.BinaryTypes.String)
-			b.cols[i] = binaryAppender(b.bin[i])
-		case *array.BinaryBuilder:
-			b.bin[i] = rowcodec.NewBinaryColumn(arrow.BinaryTypes.Binary)
-			b.cols[i] = binaryAppender(b.bin[i])
-		default:
-			b.cols[i] = valueAppender(rb.Field(1 + i))
-		}
+		b.bin[i], b.cols[i] = columnAppender(rb.Field(1 + i))
 		if c >= 0 && c < len(out) {
 			if out[c] != nil {
 				b.encErr = fmt.Errorf("column %q projected twice", tbl.Columns[c].Name)
