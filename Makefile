@@ -140,13 +140,13 @@ bench:
 	  $(GO) test -run '^$$' -bench '$(BENCH)' -benchmem $(BENCH_FLAGS) $$pkgs; fi
 
 # Setats vs Apache Paimon (changelog-producer = lookup) through Flink 1.20, one JVM per system and
-# run, alternating (docs/bench-flink.md). Not part of `make test`. BENCH_ROWS, BENCH_RUNS,
+# run, alternating (docs/bench-flink.md). Not part of `make test`; runs the harness's own tests (fold, workload, report) first. BENCH_ROWS, BENCH_RUNS,
 # BENCH_FRESH_SECONDS, BENCH_FRESH_RATE, BENCH_DIR, BENCH_OUT change it.
 BENCH_FLINK_POM := bench/flink/pom.xml
 bench-flink: build-gateway build-connector
 	$(call say,"bench-flink: Setats vs Paimon through Flink")
 	$(GO) build -o bin/setats-loadgen ./e2e/cmd/setats-loadgen
-	$(MVN) $(MVN_FLAGS) -q -f $(BENCH_FLINK_POM) -DskipTests package
+	$(MVN) $(MVN_FLAGS) -q -f $(BENCH_FLINK_POM) package
 	java -Dbench.gateway=$(abspath $(GATEWAY_BIN)) -Dbench.loadgen=$(abspath bin/setats-loadgen) \
 	  -Dbench.connector=$(abspath $(CONNECTOR_JAR)) -Dbench.classes=$(abspath bench/flink/target/classes) \
 	  -Dbench.classpath=$(abspath bench/flink/target/classpath.txt) \

@@ -144,8 +144,9 @@ public final class Collector extends RichSinkFunction<Row> {
     static State denseFold(Workload w, int subtasks) {
         AtomicLong mismatches = new AtomicLong(w.keys());
         DenseFold[] folds = new DenseFold[subtasks];
+        ExpectedValues expected = new ExpectedValues(w);
         for (int i = 0; i < subtasks; i++) {
-            folds[i] = new DenseFold(w, mismatches);
+            folds[i] = new DenseFold(w, expected, mismatches);
         }
         state = new State(folds, mismatches, null, null, 0);
         return state;

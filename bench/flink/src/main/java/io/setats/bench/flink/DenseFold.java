@@ -7,7 +7,6 @@ import org.apache.flink.table.data.binary.BinaryStringData;
 import org.apache.flink.types.RowKind;
 
 import java.nio.charset.StandardCharsets;
-import java.util.Arrays;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicLong;
@@ -18,22 +17,25 @@ import java.util.concurrent.atomic.AtomicLong;
  * ({@code +I}/{@code +U} put, {@code -U}/{@code -D} remove), but without strings per row: a row
  * whose {@code (id, dt)} is a key of the workload in its canonical form ({@code id} the decimal
  * {@code k} with no sign or leading zero, {@code 0 <= k < keys}, {@code dt = Workload.dt(k)}) is
- * kept in an array slot indexed by {@code k}, its value ({@code name|address}, UTF-8) copied into
- * one {@code byte[]} (the only allocation; the source's row may be reused after {@link #apply}
- * returns, with object reuse) and compared byte for byte with the expected value written into a
- * scratch buffer ({@link Workload#expectedValueBytes}). Any other key (a key the table must not
- * have) goes to a string {@link Fold} whose expected table is empty, sharing the mismatch counter.
+ * kept in an array slot indexed by {@code k}: its value ({@code name|address}, UTF-8) is compared
+ * byte for byte, in the row's own memory, with the expected value ({@link ExpectedValues}, written
+ * once before the read), so a matching value costs no allocation; only a value that differs is
+ * copied (into a {@code byte[]}: the source's row may be reused after {@link #apply} returns, with
+ * object reuse). Any other key (a key the table must not have) goes to a string {@link Fold} whose
+ * expected table is empty, sharing the mismatch counter.
  * Not thread-safe; one per collector subtask, like {@link Fold}.
  */
 public final class DenseFold implements ChangelogFold {
     private final Workload workload;
     private final AtomicLong mismatches;
-    /** Value of key k (name|address UTF-8), null when the fold does not hold k. */
-    private final byte[][] values;
-    /** Whether values[k] equals key k's expected value. */
+    private final ExpectedValues expected;
+    /** Whether the fold holds key k. */
+    private final boolean[] present;
+    /** Whether the fold holds key k with its expected value. */
     private final boolean[] matches;
+    /** The value (name|address, UTF-8) of each key held with another value than the expected one. */
+    private final Map<Integer, byte[]> differing = new HashMap<>();
     private final Fold foreign;
-    private final byte[] scratch = new byte[Workload.MAX_VALUE_BYTES];
     /** The head of an id or dt (19 bytes: longer ids are not keys of the workload). */
     private final byte[] keyBuf = new byte[19];
     private long applied;
@@ -45,12 +47,18 @@ public final class DenseFold implements ChangelogFold {
      * subtasks (exact while no key reaches two folds; {@link Fold#merge} checks that).
      */
     public DenseFold(Workload workload, AtomicLong mismatches) {
+        this(workload, new ExpectedValues(workload), mismatches);
+    }
+
+    /** The same with the workload's expected values built once for every subtask's fold. */
+    DenseFold(Workload workload, ExpectedValues expected, AtomicLong mismatches) {
         if (workload.keys() > Integer.MAX_VALUE - 8) {
             throw new IllegalArgumentException("a dense fold holds at most 2^31 - 9 keys, not " + workload.keys());
         }
         this.workload = workload;
         this.mismatches = mismatches;
-        this.values = new byte[(int) workload.keys()][];
+        this.expected = expected;
+        this.present = new boolean[(int) workload.keys()];
         this.matches = new boolean[(int) workload.keys()];
         this.foreign = new Fold(key -> null, mismatches);
     }
@@ -73,17 +81,25 @@ public final class DenseFold implements ChangelogFold {
         switch (kind) {
             case INSERT:
             case UPDATE_AFTER:
-                byte[] v = valueBytes(row.isNullAt(2) ? null : row.getString(2), row.isNullAt(3) ? null : row.getString(3));
-                values[i] = v;
-                int n = workload.expectedValueBytes(k, scratch);
-                after = Arrays.equals(v, 0, v.length, scratch, 0, n);
+                StringData name = row.isNullAt(2) ? null : row.getString(2);
+                StringData address = row.isNullAt(3) ? null : row.getString(3);
+                present[i] = true;
+                after = expected.matches(i, name == null ? null : binary(name), address == null ? null : binary(address));
+                if (!after) {
+                    differing.put(i, valueBytes(name, address));
+                } else if (!differing.isEmpty()) {
+                    differing.remove(i);
+                }
                 break;
             case UPDATE_BEFORE:
             case DELETE:
-                if (values[i] == null) {
+                if (!present[i]) {
                     retractOfAbsent++;
                 }
-                values[i] = null;
+                present[i] = false;
+                if (!differing.isEmpty()) {
+                    differing.remove(i);
+                }
                 after = false; // every key of the workload has a value
                 break;
             default:
@@ -188,9 +204,10 @@ public final class DenseFold implements ChangelogFold {
     @Override
     public Map<String, String> rows() {
         Map<String, String> all = new HashMap<>(foreign.rows());
-        for (int k = 0; k < values.length; k++) {
-            if (values[k] != null) {
-                all.put(Workload.key(Integer.toString(k), Workload.dt(k)), new String(values[k], StandardCharsets.UTF_8));
+        for (int k = 0; k < present.length; k++) {
+            if (present[k]) {
+                byte[] v = differing.get(k);
+                all.put(Workload.key(Integer.toString(k), Workload.dt(k)), v == null ? expected.value(k) : new String(v, StandardCharsets.UTF_8));
             }
         }
         return all;

@@ -4,6 +4,7 @@ import org.apache.flink.table.data.GenericRowData;
 import org.apache.flink.table.data.RowData;
 import org.apache.flink.table.data.StringData;
 import org.apache.flink.table.data.binary.BinaryRowData;
+import org.apache.flink.table.data.binary.BinaryStringData;
 import org.apache.flink.table.data.writer.BinaryRowWriter;
 import org.apache.flink.types.RowKind;
 import org.junit.jupiter.api.Test;
@@ -29,6 +30,44 @@ class DenseFoldTest {
             int n = w.expectedValueBytes(k, buf);
             assertArrayEquals(w.expected(k).getBytes(StandardCharsets.UTF_8), java.util.Arrays.copyOf(buf, n), "key " + k);
         }
+    }
+
+    /** The arena of expected values holds every key's expected value, its '|' where the string has it. */
+    @Test
+    void expectedValuesHoldEveryKeysValue() {
+        Workload w = new Workload(200_000);
+        ExpectedValues e = new ExpectedValues(w);
+        for (int k = 0; k < w.keys(); k++) {
+            String want = w.expected(k);
+            assertEquals(want, e.value(k), "key " + k);
+            String[] v = want.split("\\|");
+            assertEquals(true, e.matches(k, BinaryStringData.fromString(v[0]), BinaryStringData.fromString(v[1])), "key " + k);
+            assertEquals(false, e.matches(k, BinaryStringData.fromString(v[0] + "x"), BinaryStringData.fromString(v[1])), "key " + k);
+            assertEquals(false, e.matches(k, BinaryStringData.fromString(v[0]), BinaryStringData.fromString(v[1].substring(1))), "key " + k);
+        }
+    }
+
+    /**
+     * A null name folds as the string fold spells it ("null"): for the key whose expected name is
+     * the string "null" (n + base 36 "ull"), a null name matches, as in {@link Fold}.
+     */
+    @Test
+    void aNullNameIsSpelledNull() {
+        Workload w = new Workload(200_000);
+        long k = 0;
+        while (!w.expected(k).startsWith("null|")) {
+            k++;
+        }
+        String address = w.expected(k).substring("null|".length());
+        Fold ref = new Fold(w::expected, w.keys());
+        AtomicLong shared = new AtomicLong(w.keys());
+        DenseFold dense = new DenseFold(w, shared);
+        String[] r = {Long.toString(k), Workload.dt(k), null, address};
+        ref.apply(RowKind.INSERT, Workload.key(r[0], r[1]), Workload.value(r[2], r[3]));
+        dense.apply(row(RowKind.INSERT, r, true));
+        assertEquals(w.keys() - 1, ref.mismatches());
+        assertEquals(ref.mismatches(), shared.get());
+        assertEquals(ref.rows(), dense.rows());
     }
 
     private static final RowKind[] KINDS = {RowKind.INSERT, RowKind.UPDATE_BEFORE, RowKind.UPDATE_AFTER, RowKind.DELETE};
