@@ -111,13 +111,13 @@ class SetatsInitialITCase {
     void snapshotAndChangelogMeetExactly(@InjectMiniCluster MiniCluster cluster) throws Exception {
         createTable("s7", 1, Collections.emptyMap());
         put("s7", Arrays.asList(insert(1, "a"), insert(2, "b")));
-        put("s7", Collections.singletonList(insert(1, "a2")));
+        put("s7", Collections.singletonList(row(RowKind.UPDATE_AFTER, 1, "a2"))); // the case's kinds
         try (CloseableIterator<String> it =
                 env(cluster, 1, null, false)
                         .fromSource(source("s7", StartupMode.INITIAL), WatermarkStrategy.noWatermarks(), "s7")
                         .executeAndCollect("s7")) {
             assertThat(take(it, 2)).containsExactly("+I[1, a2]", "+I[2, b]");
-            put("s7", Arrays.asList(insert(2, "b2"), row(RowKind.DELETE, 1, null), insert(3, "c")));
+            put("s7", Arrays.asList(row(RowKind.UPDATE_AFTER, 2, "b2"), row(RowKind.DELETE, 1, "a2"), insert(3, "c")));
             assertThat(take(it, 4)).containsExactly("-U[2, b]", "+U[2, b2]", "-D[1, a2]", "+I[3, c]");
         }
     }

@@ -160,6 +160,42 @@ class SetatsSlotITCase {
         return BinlogJobs.checkpointProgress(GATEWAY, DB, table, slot).get(0).getConsumedOffset();
     }
 
+    /** A step of a test run while a job runs. */
+    interface JobStep {
+        void run(JobClient job) throws Exception;
+    }
+
+    /**
+     * Runs a job on {@code slot} (earliest, a running sync point per row) behind a {@link
+     * FailingSnapshot} map: {@code whileRunning}, then, once the source emitted up to offset
+     * {@code emitted}, a checkpoint whose snapshotState runs in the source and fails in the map, so
+     * it never completes and the job fails. Returns when no changelog stream is left open.
+     */
+    private static void failAfterTheSourceSnapshot(
+            MiniCluster cluster, String table, String slot, long emitted, JobStep whileRunning) throws Exception {
+        StreamExecutionEnvironment env = env(cluster, 1, null, false);
+        env.enableCheckpointing(3_600_000); // only the checkpoints the test triggers
+        env.fromSource(source(table, StartupMode.EARLIEST, slot, 1), WatermarkStrategy.noWatermarks(), table)
+                .map(new FailingSnapshot())
+                .disableChaining() // its snapshot runs after the source's, in another task
+                .sinkTo(new DiscardingSink<>());
+        JobClient job = env.executeAsync(table + " first run");
+        try {
+            whileRunning.run(job);
+            awaitRunning(table, slot, emitted); // the source emitted them
+            FailingSnapshot.failNext = true;
+            assertThatThrownBy(() -> cluster.triggerCheckpoint(job.getJobID()).get(60, TimeUnit.SECONDS));
+            assertThat(awaitTerminal(job)).isEqualTo(JobStatus.FAILED);
+        } finally {
+            FailingSnapshot.failNext = false;
+            if (!job.getJobStatus().get(60, TimeUnit.SECONDS).isGloballyTerminalState()) {
+                job.cancel().get(60, TimeUnit.SECONDS);
+                awaitTerminal(job);
+            }
+        }
+        awaitOpenChangelogStreams(GATEWAY, 0);
+    }
+
     @AfterEach
     void noStreamLeftOpen() throws Exception {
         awaitOpenChangelogStreams(GATEWAY, 0);
@@ -198,32 +234,13 @@ class SetatsSlotITCase {
     void syncPointsMoveOnlyWhenTheCheckpointCompletes(@InjectMiniCluster MiniCluster cluster) throws Exception {
         createTable("s1", 1, Collections.emptyMap());
         put("s1", insert(1, "a"), insert(2, "b"));
-        StreamExecutionEnvironment first = env(cluster, 1, null, false);
-        first.enableCheckpointing(3_600_000); // only the checkpoints triggered below
-        first.fromSource(source("s1", StartupMode.EARLIEST, "s1", 1), WatermarkStrategy.noWatermarks(), "s1")
-                .map(new FailingSnapshot())
-                .disableChaining() // its snapshot runs after the source's, in another task
-                .sinkTo(new DiscardingSink<>());
-        JobClient job1 = first.executeAsync("s1 first run");
-        try {
+        failAfterTheSourceSnapshot(cluster, "s1", "s1", 4, job1 -> {
             awaitRunning("s1", "s1", 2); // both rows emitted
             List<ProgressRow> p = checkpointUntil(cluster, job1, "s1", "s1",
                     rows -> rows.size() == 1 && rows.get(0).getConsumedOffset() == 2);
             assertThat(p.get(0).getConsumedOffset()).isEqualTo(2);
-
             put("s1", insert(3, "c"), insert(4, "d"));
-            awaitRunning("s1", "s1", 4); // the source emitted them
-            FailingSnapshot.failNext = true;
-            assertThatThrownBy(() -> cluster.triggerCheckpoint(job1.getJobID()).get(60, TimeUnit.SECONDS));
-            assertThat(awaitTerminal(job1)).isEqualTo(JobStatus.FAILED);
-        } finally {
-            FailingSnapshot.failNext = false;
-            if (!job1.getJobStatus().get(60, TimeUnit.SECONDS).isGloballyTerminalState()) {
-                job1.cancel().get(60, TimeUnit.SECONDS);
-                awaitTerminal(job1);
-            }
-        }
-        awaitOpenChangelogStreams(GATEWAY, 0);
+        });
         assertThat(checkpointPoint("s1", "s1")).as("checkpoint 2 never completed").isEqualTo(2);
 
         put("s1", insert(5, "e"));
@@ -352,6 +369,106 @@ class SetatsSlotITCase {
                 .hasStackTraceContaining("s5slot")
                 .hasStackTraceContaining("bucket 0")
                 .hasStackTraceContaining("[1, 2)");
+    }
+
+    /**
+     * S1 as binlog-cases.txt writes it: the reader (slot s1, earliest) emits +I(1,'a') +I(2,'b'),
+     * snapshotState runs, and the job fails before that checkpoint completes, so no checkpoint ever
+     * completed: the slot's checkpoint point stays 0. +I(3,'c') is written and a reader on s1
+     * restarts with no Flink state and the default mode ('latest'): the slot's point 0 wins, so it
+     * replays +I(1,'a') +I(2,'b') and reads +I(3,'c'), nothing lost.
+     */
+    @Test
+    void s1AFailureBeforeTheFirstCheckpointCompletesReplaysFromPointZero(@InjectMiniCluster MiniCluster cluster)
+            throws Exception {
+        createTable("s1case", 1, Collections.emptyMap());
+        put("s1case", insert(1, "a"), insert(2, "b"));
+        failAfterTheSourceSnapshot(cluster, "s1case", "s1", 2, job1 -> {});
+        assertThat(checkpointPoint("s1case", "s1")).as("progress s1: checkpoint point unchanged").isEqualTo(0);
+
+        put("s1case", insert(3, "c"));
+        try (CloseableIterator<String> it2 =
+                env(cluster, 1, null, false)
+                        .fromSource(source("s1case", StartupMode.LATEST, "s1", 5000), WatermarkStrategy.noWatermarks(), "s1")
+                        .executeAndCollect("S1 restarted from the slot")) {
+            assertThat(take(it2, 3)).containsExactly("+I[1, a]", "+I[2, b]", "+I[3, c]");
+        }
+    }
+
+    /**
+     * S2 as binlog-cases.txt writes it: the reader (slot s1, earliest) emits +I(1,'a') +I(2,'b'),
+     * checkpoint 1 completes, the job is cancelled; +I(3,'c') is written and the reader restarts on
+     * s1 with mode earliest: the slot wins over the mode, it reads +I(3,'c') only (no repeat of
+     * offset 1, no skip of offset 2).
+     */
+    @Test
+    void s2ARestartFromTheSlotResumesExactlyAfterTheCommittedPoint(@InjectMiniCluster MiniCluster cluster)
+            throws Exception {
+        createTable("s2case", 1, Collections.emptyMap());
+        put("s2case", insert(1, "a"), insert(2, "b"));
+        StreamExecutionEnvironment first = env(cluster, 1, null, false);
+        first.enableCheckpointing(3_600_000); // only the checkpoints triggered below
+        first.fromSource(source("s2case", StartupMode.EARLIEST, "s1", 1), WatermarkStrategy.noWatermarks(), "s1")
+                .sinkTo(new DiscardingSink<>());
+        JobClient job1 = first.executeAsync("S2 first run");
+        try {
+            awaitRunning("s2case", "s1", 2); // both rows emitted
+            List<ProgressRow> p = checkpointUntil(cluster, job1, "s2case", "s1",
+                    rows -> rows.size() == 1 && rows.get(0).getRegistered() && rows.get(0).getConsumedOffset() == 2);
+            assertThat(p.get(0).getConsumedOffset()).isEqualTo(2);
+        } finally {
+            job1.cancel().get(60, TimeUnit.SECONDS);
+            awaitTerminal(job1);
+        }
+        awaitOpenChangelogStreams(GATEWAY, 0);
+
+        put("s2case", insert(3, "c"));
+        try (CloseableIterator<String> it2 =
+                env(cluster, 1, null, false)
+                        .fromSource(source("s2case", StartupMode.EARLIEST, "s1", 5000), WatermarkStrategy.noWatermarks(), "s1")
+                        .executeAndCollect("S2 restarted from the slot")) {
+            // One bucket, offset order: a repeat of offset 0 or 1 would come first.
+            assertThat(take(it2, 1)).containsExactly("+I[3, c]");
+        }
+    }
+
+    /**
+     * S5 as binlog-cases.txt writes it: slot s1 at offset 0 (checkpointed), stopped; +I(1,'a') is
+     * written (offset 0) and retention removes it; the reader restarted on s1 fails naming s1,
+     * bucket 0 and the lost offsets [0, 1).
+     */
+    @Test
+    void s5ALaggingSlotAtOffsetZeroIsLostLoudly(@InjectMiniCluster MiniCluster cluster) throws Exception {
+        createTable("s5case", 1, Collections.singletonMap("changelog.retention.ms", "1000"));
+        // A job's first steps on an empty table, through the actions (a job on an empty bucket has
+        // no split to checkpoint): acquire, checkpoint sync point 0, stop (release).
+        try (GatewayClient c = GATEWAY.client()) {
+            c.action("binlog-acquire-slot", io.setats.proto.v1.AcquireSlotRequest.newBuilder().setDatabase(DB).setTable("s5case")
+                    .setSlot("s1").setOwner("job-1").build(), SlotInfo.parser());
+            c.action("binlog-register-sync-point", io.setats.proto.v1.RegisterSyncPointRequest.newBuilder().setDatabase(DB)
+                    .setTable("s5case").setSlot("s1").setOwner("job-1").setCheckpoint(true)
+                    .addPoints(io.setats.proto.v1.SyncPointPosition.newBuilder().setBucket(0).setOffset(0)).build(),
+                    SlotInfo.parser());
+            c.action("binlog-release-slot", SlotRequest.newBuilder().setDatabase(DB).setTable("s5case").setSlot("s1")
+                    .setOwner("job-1").build(), io.setats.proto.v1.Empty.parser());
+        }
+        put("s5case", insert(1, "a")); // offset 0, removed by retention after 1 s
+        assertThat(checkpointPoint("s5case", "s1")).as("s1 at offset 0").isEqualTo(0);
+        long deadline = System.currentTimeMillis() + BinlogJobs.DEADLINE_S * 1000;
+        while (slot("s5case", "s1").getStatus() != SlotStatus.SLOT_LOST && System.currentTimeMillis() < deadline) {
+            Thread.sleep(100);
+        }
+        assertThat(slot("s5case", "s1").getStatus()).isEqualTo(SlotStatus.SLOT_LOST);
+
+        StreamExecutionEnvironment second = env(cluster, 1, null, false);
+        second.fromSource(source("s5case", StartupMode.LATEST, "s1", 5000), WatermarkStrategy.noWatermarks(), "s1")
+                .sinkTo(new DiscardingSink<>());
+        JobClient job2 = second.executeAsync("S5 on the lost slot");
+        assertThatThrownBy(() -> job2.getJobExecutionResult().get(120, TimeUnit.SECONDS))
+                .hasStackTraceContaining("OUT_OF_RANGE")
+                .hasStackTraceContaining("\"s1\"")
+                .hasStackTraceContaining("bucket 0")
+                .hasStackTraceContaining("[0, 1)");
     }
 
     /**

@@ -206,12 +206,12 @@ class InitialSplitReaderITCase {
     void snapshotThenTheChangelogFromItsEndOffset() throws Exception {
         createTable("s7", 1);
         put("s7", insert(1, "a"), insert(2, "b"));
-        put("s7", insert(1, "a2"));
+        put("s7", row(RowKind.UPDATE_AFTER, 1, "a2")); // the case's kinds
         try (Driver d = new Driver("s7", SetatsSplit.inSnapshot(B0, SnapshotPosition.start(), ""))) {
             d.fetchUntil(DONE);
             assertThat(d.state.inSnapshot()).isFalse();
             assertThat(d.state.nextOffset()).isEqualTo(4); // +I +I -U +U
-            put("s7", insert(2, "b2"), row(RowKind.DELETE, 1, null), insert(3, "c"));
+            put("s7", row(RowKind.UPDATE_AFTER, 2, "b2"), row(RowKind.DELETE, 1, "a2"), insert(3, "c"));
             d.fetchUntil(r -> r.kind() == Kind.CHANGELOG && r.offset() == 7);
             List<String> out = new ArrayList<>();
             for (ChangelogRecord r : d.emitted) {
