@@ -265,13 +265,34 @@ func (t *Table) groupRows(b *row.Batch) []*group {
 	}
 	byKey := map[gkey]*group{}
 	var groups []*group
+	// The names of the batch's first partitions, with a row of each: rows of a few partitions
+	// often alternate (a key's partition is part of it), and the name is built once per
+	// partition instead of once per change of partition between rows.
+	type partName struct {
+		row  merge.Row
+		name string
+	}
+	var parts [maxCachedPartitions]partName
+	nparts := 0
 	var prevPart merge.Row
 	part := ""
 	partitioned := len(tbl.PartitionKeys) > 0
 	t.mu.Lock()
 	for i, r := range b.Rows {
 		if partitioned && (prevPart == nil || !samePartition(tbl.PartitionKeys, prevPart, r)) {
-			part = partname.Of(tbl, r)
+			j := 0
+			for j < nparts && !samePartition(tbl.PartitionKeys, parts[j].row, r) {
+				j++
+			}
+			if j < nparts {
+				part = parts[j].name
+			} else {
+				part = partname.Of(tbl, r)
+				if nparts < len(parts) {
+					parts[nparts] = partName{r, part}
+					nparts++
+				}
+			}
 			prevPart = r
 		}
 		k := gkey{part, buckethash.Bucket(tbl, r)}
@@ -287,6 +308,9 @@ func (t *Table) groupRows(b *row.Batch) []*group {
 	slices.SortFunc(groups, func(a, b *group) int { return bytes.Compare(a.b.prefix, b.b.prefix) })
 	return groups
 }
+
+// maxCachedPartitions is how many partition names groupRows keeps per batch.
+const maxCachedPartitions = 8
 
 func samePartition(cols []int, a, b merge.Row) bool {
 	for _, c := range cols {
