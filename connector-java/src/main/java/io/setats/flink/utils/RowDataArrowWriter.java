@@ -5,6 +5,7 @@ import org.apache.flink.table.data.DecimalData;
 import org.apache.flink.table.data.RowData;
 import org.apache.flink.table.data.StringData;
 import org.apache.flink.table.data.TimestampData;
+import org.apache.flink.table.data.binary.BinaryRowData;
 import org.apache.flink.table.data.binary.BinaryStringData;
 import org.apache.flink.table.types.logical.DecimalType;
 import org.apache.flink.table.types.logical.LocalZonedTimestampType;
@@ -33,6 +34,7 @@ import org.apache.arrow.vector.TinyIntVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 
 import java.math.BigDecimal;
+import java.nio.ByteOrder;
 import java.util.List;
 
 /**
@@ -47,7 +49,8 @@ import java.util.List;
  * <p>How values are appended: the value capacity of all vectors is checked once per row (not per
  * value, as Arrow's {@code setSafe} does), fields are read with the row's typed getters (no boxing),
  * a variable-width value's bytes are copied once from its {@link BinaryStringData} segment into
- * the data buffer at an end offset the writer keeps, and {@link #reset()} reserves the previous
+ * the data buffer at an end offset the writer keeps (from a {@link BinaryRowData} in one heap
+ * segment, the rows a shuffle deserializes, straight from the row's bytes, no object per value), and {@link #reset()} reserves the previous
  * batch's row count and data bytes so a steady stream of batches does not grow buffers mid-batch.
  * A string's validity bit, end offset and bytes are stored without ArrowBuf's per-access bounds
  * and reference-count checks ({@code MemoryUtil}), into room the writer made just before.
@@ -317,6 +320,41 @@ public final class RowDataArrowWriter implements AutoCloseable {
             return b.length;
         }
 
+        /**
+         * Copies the non-null value of field {@code pos} of a {@link BinaryRowData} held in one
+         * heap segment (a row the shuffle deserialized) straight from the row's bytes to the data
+         * buffer at {@code at}, without the {@link BinaryStringData} or {@code byte[]} that {@code
+         * getString} / {@code getBinary} would make; returns the byte count, or -1 for any other
+         * row. The field's 8-byte word is Flink's layout ({@code BinarySegmentUtils.readStringData}
+         * / {@code readBinary}): highest bit clear: offset from the row's start (high 32 bits) and
+         * length (low 32); set: up to 7 bytes inline in the word, length in bits 56-62.
+         */
+        final int appendFromBinaryRow(RowData row, int at) {
+            if (!(row instanceof BinaryRowData)) {
+                return -1;
+            }
+            BinaryRowData b = (BinaryRowData) row;
+            MemorySegment[] segs = b.getSegments();
+            if (segs.length != 1 || segs[0].isOffHeap()) {
+                return -1;
+            }
+            MemorySegment seg = segs[0];
+            int fieldOffset = b.getOffset() + BinaryRowData.calculateBitSetWidthInBytes(b.getArity()) + pos * 8;
+            long word = seg.getLong(fieldOffset);
+            int from;
+            int n;
+            if ((word & INLINE_MARK) == 0) {
+                from = b.getOffset() + (int) (word >>> 32);
+                n = (int) word;
+            } else {
+                n = (int) ((word & INLINE_LENGTH) >>> 56);
+                from = LITTLE_ENDIAN ? fieldOffset : fieldOffset + 1;
+            }
+            // Unchecked copy into the room just made (no ArrowBuf bounds/refCnt check).
+            MemoryUtil.copyToMemory(seg.getArray(), from, room(at, n).memoryAddress() + at, n);
+            return n;
+        }
+
         @Override
         final void reset(int rows) {
             reserveBytes = Math.max(reserveBytes, end);
@@ -434,6 +472,10 @@ public final class RowDataArrowWriter implements AutoCloseable {
                 return new VariableWriter(pos, vector) {
                     @Override
                     int append(RowData row, int at) {
+                        int copied = appendFromBinaryRow(row, at);
+                        if (copied >= 0) {
+                            return copied;
+                        }
                         StringData o = row.getString(pos);
                         if (o instanceof BinaryStringData) {
                             // The UTF-8 bytes where they are (a deserialized row's segment), one copy.
@@ -455,7 +497,8 @@ public final class RowDataArrowWriter implements AutoCloseable {
                 return new VariableWriter(pos, vector) {
                     @Override
                     int append(RowData row, int at) {
-                        return appendBytes(row.getBinary(pos), at);
+                        int copied = appendFromBinaryRow(row, at);
+                        return copied >= 0 ? copied : appendBytes(row.getBinary(pos), at);
                     }
                 };
             case DATE:
@@ -497,6 +540,13 @@ public final class RowDataArrowWriter implements AutoCloseable {
                 throw new IllegalArgumentException("unsupported type " + type);
         }
     }
+
+    /** A BinaryRowData field word holding its bytes inline (Flink's HIGHEST_FIRST_BIT). */
+    private static final long INLINE_MARK = 0x80L << 56;
+    /** The length bits of an inline field word (Flink's HIGHEST_SECOND_TO_EIGHTH_BIT). */
+    private static final long INLINE_LENGTH = 0x7FL << 56;
+    /** Inline bytes start at the word's first byte in little-endian memory, after the mark byte otherwise. */
+    private static final boolean LITTLE_ENDIAN = ByteOrder.nativeOrder() == ByteOrder.LITTLE_ENDIAN;
 
     private static final long[] POW10 = new long[19];
 
