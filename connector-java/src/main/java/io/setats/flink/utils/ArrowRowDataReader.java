@@ -31,6 +31,7 @@ import org.apache.flink.table.data.TimestampData;
 import org.apache.flink.table.types.logical.DecimalType;
 import org.apache.flink.table.types.logical.LogicalType;
 import org.apache.flink.table.types.logical.RowType;
+import org.apache.flink.table.types.logical.utils.LogicalTypeChecks;
 import org.apache.flink.types.RowKind;
 
 import java.math.BigDecimal;
@@ -223,7 +224,7 @@ public final class ArrowRowDataReader {
         GenericRowData out = new GenericRowData(kind, vectors.length);
         for (int i = 0; i < vectors.length; i++) {
             FieldVector v = vectors[i];
-            out.setField(i, v.isNull(row) ? null : readValue(kinds[i], v, row));
+            out.setField(i, v.isNull(row) ? null : readValue(kinds[i], types[i], v, row));
         }
         return out;
     }
@@ -341,7 +342,7 @@ public final class ArrowRowDataReader {
         TIMESTAMP
     }
 
-    private static Object readValue(ColumnKind kind, FieldVector v, int row) {
+    private static Object readValue(ColumnKind kind, LogicalType type, FieldVector v, int row) {
         switch (kind) {
             case BOOLEAN:
                 return ((BitVector) v).get(row) != 0;
@@ -381,7 +382,7 @@ public final class ArrowRowDataReader {
                 {
                     TimeStampVector t = (TimeStampVector) v;
                     TimeUnit unit = ((ArrowType.Timestamp) t.getField().getType()).getUnit();
-                    return toTimestampData(t.get(row), unit);
+                    return toTimestampData(t.get(row), unit, LogicalTypeChecks.getPrecision(type));
                 }
             default:
                 throw new IllegalStateException("Unhandled column kind " + kind);
@@ -542,7 +543,55 @@ public final class ArrowRowDataReader {
         }
     }
 
-    /** Converts a raw Arrow timestamp value of {@code unit} to Flink's TimestampData. */
+    /** 10^i for i in 0..9. */
+    private static final long[] POW10 = {
+        1L, 10L, 100L, 1_000L, 10_000L, 100_000L, 1_000_000L, 10_000_000L, 100_000_000L, 1_000_000_000L
+    };
+
+    /** Digits of the second that a raw Arrow timestamp value of {@code unit} holds (s 0, ms 3, us 6, ns 9). */
+    static int unitDigits(TimeUnit unit) {
+        switch (unit) {
+            case SECOND:
+                return 0;
+            case MILLISECOND:
+                return 3;
+            case MICROSECOND:
+                return 6;
+            case NANOSECOND:
+                return 9;
+            default:
+                throw new IllegalArgumentException("Unknown time unit " + unit);
+        }
+    }
+
+    /**
+     * Converts a raw Arrow timestamp value of {@code unit} to Flink's TimestampData of a
+     * TIMESTAMP(p) / TIMESTAMP_LTZ(p) with {@code precision} p (0..9): the digits of the second
+     * past p are dropped, towards the past (floor, as the epoch milliseconds of {@code
+     * TimestampData} and of proto/README.md "Bucket hash" are), so that 1.2345678 s read as
+     * TIMESTAMP(3) is 1.234 s and -0.0005 s is -0.001 s.
+     *
+     * <p>Why: the gateway stores the Arrow value as DoPut sent it, in the column's unit
+     * (proto/README.md "Types": s for p = 0, ms for p = 1..3, us for 4..6, ns for 7..9), so a
+     * TIMESTAMP(2) holds 3 digits and a TIMESTAMP(5) 6; and the Flink table may declare a precision
+     * below the column's. Flink's {@code BinaryRowData} keeps only the milliseconds for p <= 3 and
+     * every digit for p > 3, its Arrow readers ({@code ArrowTimestampColumnVector}) every digit of
+     * the unit: the declared precision is what both the view and the binary rows of a batch return.
+     */
+    static TimestampData toTimestampData(long value, TimeUnit unit, int precision) {
+        int digits = unitDigits(unit);
+        if (digits <= precision) {
+            return toTimestampData(value, unit);
+        }
+        long perSecond = POW10[digits];
+        long seconds = Math.floorDiv(value, perSecond);
+        long fraction = Math.floorMod(value, perSecond);
+        fraction -= fraction % POW10[digits - precision];
+        long nanos = fraction * POW10[9 - digits];
+        return TimestampData.fromEpochMillis(seconds * 1000L + nanos / 1_000_000L, (int) (nanos % 1_000_000L));
+    }
+
+    /** Converts a raw Arrow timestamp value of {@code unit} to Flink's TimestampData, every digit kept. */
     static TimestampData toTimestampData(long value, TimeUnit unit) {
         switch (unit) {
             case SECOND:

@@ -22,9 +22,8 @@ import org.apache.flink.table.data.binary.BinaryRowData;
 import org.apache.flink.table.data.binary.BinaryStringData;
 import org.apache.flink.table.data.writer.BinaryRowWriter;
 import org.apache.flink.table.types.logical.DecimalType;
-import org.apache.flink.table.types.logical.LocalZonedTimestampType;
 import org.apache.flink.table.types.logical.LogicalType;
-import org.apache.flink.table.types.logical.TimestampType;
+import org.apache.flink.table.types.logical.utils.LogicalTypeChecks;
 import org.apache.flink.types.RowKind;
 
 import javax.annotation.Nullable;
@@ -51,7 +50,8 @@ import javax.annotation.Nullable;
  * </ul>
  *
  * <p>Values follow {@link ArrowRowDataReader#read(int)}: TIME as ms of the day (int), DATE as days
- * since epoch, TIMESTAMP / TIMESTAMP_LTZ as {@link TimestampData} of the Arrow unit's full precision.
+ * since epoch, TIMESTAMP(p) / TIMESTAMP_LTZ(p) as {@link TimestampData} of the read type's precision p
+ * (the digits of the second past p dropped, whatever the Arrow unit holds).
  *
  * <p>Lifetime: fixed-width values are read from the batch's Arrow memory, so the view is valid until
  * its batch is closed ({@link #release()}: every off-heap segment is freed, after which a read throws
@@ -74,6 +74,8 @@ final class ArrowRowView implements RowData {
     /** The validity bitmap (off-heap); null for a column without nulls in this batch. */
     private final MemorySegment[] validity;
     private final TimeUnit[] units;
+    /** TIMESTAMP only: the read type's precision (digits of the second past it are dropped). */
+    private final int[] precisions;
     /** DECIMAL(p > 18) only: the Arrow vector (BigDecimal read through Arrow). */
     private final FieldVector[] vectors;
     /** The read type's field types (precisions for {@link #writeTo}). */
@@ -93,6 +95,7 @@ final class ArrowRowView implements RowData {
         this.offsets = new MemorySegment[n];
         this.validity = new MemorySegment[n];
         this.units = new TimeUnit[n];
+        this.precisions = new int[n];
         this.vectors = new FieldVector[n];
     }
 
@@ -132,6 +135,7 @@ final class ArrowRowView implements RowData {
                 break;
             case TIMESTAMP:
                 units[i] = ((ArrowType.Timestamp) ((TimeStampVector) v).getField().getType()).getUnit();
+                precisions[i] = LogicalTypeChecks.getPrecision(types[i]);
                 break;
             default:
                 break;
@@ -337,9 +341,15 @@ final class ArrowRowView implements RowData {
         return DecimalData.fromBigDecimal(((DecimalVector) vectors[pos]).getObject(rowId), precision, scale);
     }
 
+    /**
+     * TIMESTAMP(p) / TIMESTAMP_LTZ(p) at the read type's precision p, whatever {@code precision}
+     * the caller passes (Flink's getters pass p): digits of the second past p are dropped ({@link
+     * ArrowRowDataReader#toTimestampData(long, TimeUnit, int)}), as {@link #writeTo} writes them.
+     */
     @Override
     public TimestampData getTimestamp(int pos, int precision) {
-        return ArrowRowDataReader.toTimestampData(data[pos].getLongLittleEndian(rowId * 8), units[pos]);
+        return ArrowRowDataReader.toTimestampData(
+                data[pos].getLongLittleEndian(rowId * 8), units[pos], precisions[pos]);
     }
 
     @Override
@@ -370,7 +380,8 @@ final class ArrowRowView implements RowData {
     /**
      * Writes the current row (its fields and RowKind) into {@code writer}'s row: {@code
      * writer.reset()}, one write per field, {@code writer.complete()}. TIMESTAMP fields are written
-     * at the read type's precision (as Flink's own serializer stores them).
+     * at the read type's precision, as {@link #getTimestamp} reads them (Flink's serializer would keep
+     * every digit for p > 3 and the milliseconds for p <= 3).
      */
     void writeTo(BinaryRowWriter writer, BinaryRowData target) {
         writer.reset();
@@ -419,19 +430,12 @@ final class ArrowRowView implements RowData {
                     writer.writeBinary(pos, getBinary(pos));
                     break;
                 case TIMESTAMP:
-                    writer.writeTimestamp(pos, getTimestamp(pos, 0), timestampPrecision(types[pos]));
+                    writer.writeTimestamp(pos, getTimestamp(pos, precisions[pos]), precisions[pos]);
                     break;
                 default:
                     throw new IllegalStateException("Unhandled column kind " + kinds[pos]);
             }
         }
         writer.complete();
-    }
-
-    private static int timestampPrecision(LogicalType t) {
-        if (t instanceof TimestampType) {
-            return ((TimestampType) t).getPrecision();
-        }
-        return ((LocalZonedTimestampType) t).getPrecision();
     }
 }

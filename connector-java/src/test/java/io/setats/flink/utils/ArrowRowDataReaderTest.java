@@ -283,6 +283,82 @@ class ArrowRowDataReaderTest {
         return out;
     }
 
+    /**
+     * TIMESTAMP(p) / TIMESTAMP_LTZ(p) read at the declared precision p: an Arrow value with digits
+     * of the second past p (the gateway keeps what DoPut sent in the column's unit, and a Flink
+     * table may declare less than the column's precision) gives the same TimestampData, the digits
+     * past p dropped towards the past, through read (GenericRowData), the batch's view (object
+     * reuse on) and its binary rows (object reuse off; BinaryRowData keeps only the ms for p <= 3
+     * and every digit for p > 3), at p = 0, 3, 6, 9 and for the units of proto/README.md "Types".
+     */
+    @Test
+    void timestampsReadAtTheDeclaredPrecisionOnEveryPath() {
+        long ns = 1_767_196_800_123_456_789L;
+        Object[][] cases = {
+            // unit, raw value, p, expected epoch ms, expected ns of the ms
+            {TimeUnit.NANOSECOND, ns, 0, 1_767_196_800_000L, 0},
+            {TimeUnit.NANOSECOND, ns, 3, 1_767_196_800_123L, 0},
+            {TimeUnit.NANOSECOND, ns, 6, 1_767_196_800_123L, 456_000},
+            {TimeUnit.NANOSECOND, ns, 9, 1_767_196_800_123L, 456_789},
+            {TimeUnit.NANOSECOND, -1L, 0, -1_000L, 0},
+            {TimeUnit.NANOSECOND, -1L, 3, -1L, 0},
+            {TimeUnit.NANOSECOND, -1L, 6, -1L, 999_000},
+            {TimeUnit.NANOSECOND, -1L, 9, -1L, 999_999},
+            {TimeUnit.MICROSECOND, 1_234_567L, 0, 1_000L, 0},
+            {TimeUnit.MICROSECOND, 1_234_567L, 3, 1_234L, 0},
+            {TimeUnit.MICROSECOND, 1_234_567L, 5, 1_234L, 560_000},
+            {TimeUnit.MICROSECOND, -1_234_567L, 5, -1_235L, 430_000},
+            {TimeUnit.MILLISECOND, 1_239L, 2, 1_230L, 0},
+            {TimeUnit.MILLISECOND, -1_239L, 1, -1_300L, 0},
+            {TimeUnit.MILLISECOND, 1_239L, 6, 1_239L, 0},
+            {TimeUnit.SECOND, -3L, 0, -3_000L, 0},
+        };
+        for (Object[] c : cases) {
+            TimeUnit unit = (TimeUnit) c[0];
+            long raw = (Long) c[1];
+            int p = (Integer) c[2];
+            TimestampData want = TimestampData.fromEpochMillis((Long) c[3], (Integer) c[4]);
+            String what = unit + " " + raw + " as precision " + p;
+            Schema schema =
+                    new Schema(
+                            Arrays.asList(
+                                    field("_row_kind", new ArrowType.Int(8, true), false),
+                                    field("_offset", new ArrowType.Int(64, true), false),
+                                    field("_commit_timestamp", new ArrowType.Timestamp(TimeUnit.MILLISECOND, "UTC"), false),
+                                    field("ts", new ArrowType.Timestamp(unit, null), true),
+                                    field("ltz", new ArrowType.Timestamp(unit, "UTC"), true)));
+            RowType type =
+                    (RowType)
+                            DataTypes.ROW(
+                                            DataTypes.FIELD("ts", DataTypes.TIMESTAMP(p)),
+                                            DataTypes.FIELD("ltz", DataTypes.TIMESTAMP_LTZ(p)))
+                                    .getLogicalType();
+            try (VectorSchemaRoot root = VectorSchemaRoot.create(schema, allocator)) {
+                root.allocateNew();
+                ((TinyIntVector) root.getVector("_row_kind")).setSafe(0, 0);
+                ((BigIntVector) root.getVector("_offset")).setSafe(0, 0);
+                ((TimeStampMilliTZVector) root.getVector("_commit_timestamp")).setSafe(0, 0);
+                ((org.apache.arrow.vector.TimeStampVector) root.getVector("ts")).setSafe(0, raw);
+                ((org.apache.arrow.vector.TimeStampVector) root.getVector("ltz")).setSafe(0, raw);
+                root.setRowCount(1);
+                ArrowRowDataReader reader = ArrowRowDataReader.create(type, root.getSchema());
+                reader.bind(root);
+                GenericRowData generic = reader.read(0);
+                assertThat(generic.getTimestamp(0, p)).as("read: " + what).isEqualTo(want);
+                assertThat(generic.getTimestamp(1, p)).as("read LTZ: " + what).isEqualTo(want);
+                try (ArrowColumnarBatch batch = reader.takeBatch(root)) {
+                    RowData view = batch.row(0);
+                    assertThat(view.getTimestamp(0, p)).as("view: " + what).isEqualTo(want);
+                    assertThat(view.getTimestamp(1, p)).as("view LTZ: " + what).isEqualTo(want);
+                    batch.emitBinaryRows();
+                    RowData binary = batch.row(0);
+                    assertThat(binary.getTimestamp(0, p)).as("binary row: " + what).isEqualTo(want);
+                    assertThat(binary.getTimestamp(1, p)).as("binary row LTZ: " + what).isEqualTo(want);
+                }
+            }
+        }
+    }
+
     /** A way to damage a filled batch the way a hostile or broken stream could. */
     private interface Damage {
         void apply(VectorSchemaRoot root);
