@@ -3,6 +3,7 @@ package io.setats.flink.source;
 import io.setats.flink.source.deserializer.ChangelogRecord;
 import io.setats.flink.source.deserializer.SetatsDeserializationSchema;
 import io.setats.flink.source.enumerator.SetatsSourceEnumerator;
+import io.setats.flink.source.reader.FetchedBatches;
 import io.setats.flink.source.reader.SetatsRecordEmitter;
 import io.setats.flink.source.reader.SetatsSourceReader;
 import io.setats.flink.source.reader.SetatsSplitReader;
@@ -117,8 +118,9 @@ public final class SetatsCdcSource<T>
                     }
                 });
         int subtask = readerContext.getIndexOfSubtask();
+        FetchedBatches fetched = new FetchedBatches();
         Supplier<SplitReader<ChangelogRecord, SetatsSplit>> splitReader =
-                () -> new SetatsSplitReader(config, readType, subtask, binaryRows);
+                () -> new SetatsSplitReader(config, readType, subtask, binaryRows, fetched);
         SlotSyncPoints syncPoints =
                 config.slotName() == null
                         ? null
@@ -128,6 +130,7 @@ public final class SetatsCdcSource<T>
                 new SetatsRecordEmitter<>(deserializer, syncPoints),
                 readerContext.getConfiguration(),
                 readerContext,
+                fetched,
                 syncPoints);
     }
 

@@ -17,14 +17,14 @@ import java.util.Set;
  * one Arrow record batch of one split, emitted through one reused cursor record ({@link
  * ChangelogRecord#overBatch}: a {@code RowData} view over the Arrow buffers moved row by row, no object per row),
  * or a few position markers; plus the splits that finished. {@link #recycle()} (called by Flink's
- * {@code SourceReaderBase} once every row was emitted) releases the batch's Arrow memory and tells
- * the split reader, which releases the batches never recycled when it closes.
+ * {@code SourceReaderBase} once every row was emitted) hands the batch to its owner ({@link
+ * FetchedBatches}), which releases its Arrow memory.
  */
 final class BatchRecords implements RecordsWithSplitIds<ChangelogRecord> {
 
-    /** Told when a batch was released by {@link #recycle()}. */
+    /** Told by {@link #recycle()}: releases the batch. */
     interface Owner {
-        void released(ArrowColumnarBatch batch);
+        void recycled(ArrowColumnarBatch batch);
     }
 
     @Nullable private String splitId;
@@ -90,8 +90,7 @@ final class BatchRecords implements RecordsWithSplitIds<ChangelogRecord> {
     @Override
     public void recycle() {
         if (batch != null) {
-            batch.close();
-            owner.released(batch);
+            owner.recycled(batch);
         }
     }
 

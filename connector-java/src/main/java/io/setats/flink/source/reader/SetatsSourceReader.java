@@ -31,25 +31,25 @@ import java.util.function.Supplier;
 public final class SetatsSourceReader<T>
         extends SingleThreadMultiplexSourceReaderBase<ChangelogRecord, T, SetatsSplit, SetatsSplitState> {
 
-    public SetatsSourceReader(
-            Supplier<SplitReader<ChangelogRecord, SetatsSplit>> splitReaderSupplier,
-            RecordEmitter<ChangelogRecord, T, SetatsSplitState> recordEmitter,
-            Configuration config,
-            SourceReaderContext context) {
-        this(splitReaderSupplier, recordEmitter, config, context, null);
-    }
-
-    /** @param syncPoints the slot's sync points (closed with this reader), or null without a slot */
+    /**
+     * @param fetched the batches the split readers made by {@code splitReaderSupplier} hand out
+     *     ({@link SetatsSplitReader}'s constructor with it): those never recycled are released when
+     *     this reader closes
+     * @param syncPoints the slot's sync points (closed with this reader), or null without a slot
+     */
     public SetatsSourceReader(
             Supplier<SplitReader<ChangelogRecord, SetatsSplit>> splitReaderSupplier,
             RecordEmitter<ChangelogRecord, T, SetatsSplitState> recordEmitter,
             Configuration config,
             SourceReaderContext context,
+            FetchedBatches fetched,
             @Nullable SlotSyncPoints syncPoints) {
         super(splitReaderSupplier, recordEmitter, config, context);
+        this.fetched = fetched;
         this.syncPoints = syncPoints;
     }
 
+    private final FetchedBatches fetched;
     @Nullable private final SlotSyncPoints syncPoints;
 
     @Override
@@ -82,6 +82,8 @@ public final class SetatsSourceReader<T>
         try {
             super.close();
         } finally {
+            // The fetchers are shut down: the fetches Flink still queued are dropped unrecycled.
+            fetched.releaseAll();
             if (syncPoints != null) {
                 syncPoints.close();
             }

@@ -32,7 +32,8 @@ import java.util.concurrent.ConcurrentHashMap;
  * DoGet has a message in {@link ReadySplits}. {@link #fetch()} waits on that queue (no polling
  * timer) until a split is ready or {@link #wakeUp()} is called, takes one record batch of the
  * head split and returns it ({@link BatchRecords}: the batch's rows through one reused cursor,
- * the batch's Arrow memory released when Flink recycles the fetch, or when this reader closes); a split with more batches goes back to the tail of the queue, so
+ * the batch's Arrow memory released when Flink recycles the fetch, or when the source reader closes:
+ * {@link FetchedBatches}, not when this split reader closes); a split with more batches goes back to the tail of the queue, so
  * splits with a backlog take turns batch by batch. A split's batches come in the order its bucket's
  * stream produced them.
  *
@@ -60,15 +61,28 @@ public final class SetatsSplitReader implements SplitReader<ChangelogRecord, Set
     private final Map<String, BucketStream> streams = new ConcurrentHashMap<>();
     private final Set<String> finishedSplits = new HashSet<>();
     /**
-     * Batches handed to the task thread and not recycled yet (Flink drops the fetches still queued
-     * when the reader closes): released by {@link #close()}.
+     * Batches handed to the task thread and not recycled yet: they outlive {@link #close()} (Flink
+     * closes an idle split reader while its fetches are still queued), released when recycled or
+     * when the source reader closes.
      */
-    private final Set<ArrowColumnarBatch> outstanding = ConcurrentHashMap.newKeySet();
+    private final FetchedBatches fetched;
+    /** Whether {@link #fetched} is this reader's own (no source reader to release it). */
+    private final boolean ownsFetched;
     private final boolean binaryRows;
 
-    /** @param subtaskIndex the source subtask (unused since the reader has no threads to name) */
+    /**
+     * A split reader on its own (no source reader): {@link #close()} also releases the batches it
+     * handed out and that were not recycled.
+     *
+     * @param subtaskIndex the source subtask (unused since the reader has no threads to name)
+     */
     public SetatsSplitReader(SetatsSourceConfig config, RowType readType, int subtaskIndex) {
         this(config, readType, subtaskIndex, false);
+    }
+
+    /** As {@link #SetatsSplitReader(SetatsSourceConfig, RowType, int)}, with binary rows or not. */
+    public SetatsSplitReader(SetatsSourceConfig config, RowType readType, int subtaskIndex, boolean binaryRows) {
+        this(config, readType, subtaskIndex, binaryRows, new FetchedBatches(), true);
     }
 
     /**
@@ -76,8 +90,23 @@ public final class SetatsSplitReader implements SplitReader<ChangelogRecord, Set
      * @param binaryRows whether the rows handed to the task thread are written into a reused {@code
      *     BinaryRowData} ({@link ArrowColumnarBatch#emitBinaryRows()}: for jobs without object
      *     reuse, whose chained operators get a copy of every row) instead of the batch's view
+     * @param fetched the source reader's batches ({@link SetatsSourceReader} releases those never
+     *     recycled when it closes)
      */
-    public SetatsSplitReader(SetatsSourceConfig config, RowType readType, int subtaskIndex, boolean binaryRows) {
+    public SetatsSplitReader(
+            SetatsSourceConfig config, RowType readType, int subtaskIndex, boolean binaryRows, FetchedBatches fetched) {
+        this(config, readType, subtaskIndex, binaryRows, fetched, false);
+    }
+
+    private SetatsSplitReader(
+            SetatsSourceConfig config,
+            RowType readType,
+            int subtaskIndex,
+            boolean binaryRows,
+            FetchedBatches fetched,
+            boolean ownsFetched) {
+        this.fetched = fetched;
+        this.ownsFetched = ownsFetched;
         this.binaryRows = binaryRows;
         this.config = config;
         this.readType = readType;
@@ -121,11 +150,13 @@ public final class SetatsSplitReader implements SplitReader<ChangelogRecord, Set
                 if (rows.batch == null) {
                     return BatchRecords.ofRecords(s.splitId(), rows.markers, drainFinished());
                 }
-                outstanding.add(rows.batch);
+                if (!fetched.add(this, rows.batch)) {
+                    return finishedOnly(); // the source reader is closed: the batch was released
+                }
                 if (binaryRows) {
                     rows.batch.emitBinaryRows();
                 }
-                return BatchRecords.ofBatch(s.splitId(), rows.batch, rows.cursor, drainFinished(), outstanding::remove);
+                return BatchRecords.ofBatch(s.splitId(), rows.batch, rows.cursor, drainFinished(), fetched::recycled);
             }
         }
     }
@@ -226,10 +257,15 @@ public final class SetatsSplitReader implements SplitReader<ChangelogRecord, Set
         for (BucketStream s : all) {
             s.close();
         }
-        for (ArrowColumnarBatch b : new ArrayList<>(outstanding)) {
-            b.close();
+        // The batches handed out stay readable (Flink may still emit the fetches it queued):
+        // the client, whose allocator owns their memory, closes after the last one is released.
+        fetched.closeAfterLast(this, this::closeClient);
+        if (ownsFetched) {
+            fetched.releaseAll();
         }
-        outstanding.clear();
+    }
+
+    private void closeClient() {
         try {
             client.close();
         } catch (RuntimeException e) {

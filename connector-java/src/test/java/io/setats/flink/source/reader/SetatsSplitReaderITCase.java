@@ -27,6 +27,10 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 
 import static io.setats.flink.source.SourceTestTables.create;
@@ -187,6 +191,55 @@ class SetatsSplitReaderITCase {
                     .isInstanceOf(IllegalStateException.class)
                     .hasMessageContaining("released");
         }
+    }
+
+    /**
+     * The close race: Flink's SplitFetcher closes its split reader on the fetcher thread when it
+     * shuts down, also when it went idle (no split left: SourceReaderBase asks for that through
+     * SplitFetcherManager#maybeShutdownFinishedFetchers), while the task thread is still emitting
+     * a fetch of it, or will emit the fetches still queued (SourceReaderBase#finishedOrAvailableLater
+     * returns MORE_AVAILABLE then). The rows of such a fetch stay readable after the close (it used
+     * to release them: the task thread failed with "released", or read freed memory), its memory
+     * is released when recycled, and the client closes after it without a leak. Latches order the
+     * two threads: the task thread reads a row, the fetcher closes, the task thread reads the rest.
+     */
+    @Test
+    void aFetchEmittedWhileTheSplitReaderClosesStaysReadable() throws Exception {
+        try (GatewayClient c = GATEWAY.client()) {
+            create(c, spec(DB, "idle", TYPE, Collections.singletonList("id"), Collections.emptyList(), 1, Collections.emptyMap()));
+            write(c, DB, "idle", TYPE, Arrays.asList(insert(1, "a"), insert(2, "b"), insert(3, "c")));
+        }
+        FetchedBatches fetched = new FetchedBatches();
+        SetatsSplitReader reader = new SetatsSplitReader(config("idle"), TYPE, 0, false, fetched);
+        reader.handleSplitsChanges(new SplitsAddition<>(Collections.singletonList(SetatsSplit.atOffset(B0, 0))));
+        RecordsWithSplitIds<ChangelogRecord> fetch = fetchRows(reader);
+        CountDownLatch firstRowRead = new CountDownLatch(1);
+        CountDownLatch closed = new CountDownLatch(1);
+        ExecutorService taskThread = Executors.newSingleThreadExecutor();
+        try {
+            Future<List<String>> emitted =
+                    taskThread.submit(
+                            () -> {
+                                List<ChangelogRecord> rows = new ArrayList<>();
+                                rows.add(fetch.nextRecordFromSplit().copy());
+                                firstRowRead.countDown();
+                                closed.await();
+                                for (ChangelogRecord r = fetch.nextRecordFromSplit(); r != null; r = fetch.nextRecordFromSplit()) {
+                                    rows.add(r.copy());
+                                }
+                                fetch.recycle();
+                                return describe(rows);
+                            });
+            firstRowRead.await();
+            reader.close(); // the fetcher thread's SplitFetcher shutting down
+            closed.countDown();
+            assertThat(emitted.get()).containsExactly("0 +I[1, a]", "1 +I[2, b]", "2 +I[3, c]");
+            assertThat(fetched.size()).as("released when recycled").isZero();
+        } finally {
+            taskThread.shutdownNow();
+            fetched.releaseAll();
+        }
+        SetatsGatewayProcess.assertNoArrowLeaks();
     }
 
     /**
