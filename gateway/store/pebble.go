@@ -61,9 +61,10 @@ const (
 // the gateway spent ~0.9x the CPU per row; at 3M keys it ingested ~1.4x the rows/s; the reads
 // after it (DoGet from earliest, a bucket's snapshot scan) did not get slower
 // (docs/PERF-NOTES.md). Pebble runs one compaction at a time, more when compactions fall behind,
-// but never on more than half of GOMAXPROCS: the compaction of 16 L0 files is long, and two of
-// them on a 2-core machine left the writes and the changelog readers no core (write-to-reader
-// latency p99 66-110 ms against 5-15 ms).
+// but never on more than half of GOMAXPROCS, and never more than 2 per table DB (a gateway holds
+// one DB per table, so many tables on many cores would otherwise run many compactions each): the
+// compaction of 16 L0 files is long, and two of them on a 2-core machine left the writes and the
+// changelog readers no core (write-to-reader latency p99 66-110 ms against 5-15 ms).
 //
 // Values of blobMinValueBytes or more (changelog chunks, up to about 32 KiB each; state rows of
 // typical tables are far smaller, a state row that large goes there too) are separated into blob
@@ -96,7 +97,7 @@ func PebbleOptions(cache *pebble.Cache, logger *slog.Logger) *pebble.Options {
 		o.Levels[i].BlockSize = 16 << 10
 		o.Levels[i].Compression = func() *sstable.CompressionProfile { return sstable.FastestCompression }
 	}
-	o.CompactionConcurrencyRange = func() (int, int) { return 1, max(1, runtime.GOMAXPROCS(0)/2) }
+	o.CompactionConcurrencyRange = func() (int, int) { return 1, min(2, max(1, runtime.GOMAXPROCS(0)/2)) }
 	o.Experimental.ValueSeparationPolicy = func() pebble.ValueSeparationPolicy {
 		return pebble.ValueSeparationPolicy{
 			Enabled:               true,
