@@ -33,8 +33,12 @@ public final class DenseFold implements ChangelogFold {
     private final boolean[] present;
     /** Whether the fold holds key k with its expected value. */
     private final boolean[] matches;
-    /** The value (name|address, UTF-8) of each key held with another value than the expected one. */
-    private final Map<Integer, byte[]> differing = new HashMap<>();
+    /**
+     * The value (name|address, UTF-8) of each key k held with another value than the expected one
+     * at differing[k], null otherwise: an array, not a map, so that a row costs no boxed key and no
+     * hash lookup (the +I of every updated key differs until its +U comes).
+     */
+    private final byte[][] differing;
     private final Fold foreign;
     /** The head of an id or dt (19 bytes: longer ids are not keys of the workload). */
     private final byte[] keyBuf = new byte[19];
@@ -60,6 +64,7 @@ public final class DenseFold implements ChangelogFold {
         this.expected = expected;
         this.present = new boolean[(int) workload.keys()];
         this.matches = new boolean[(int) workload.keys()];
+        this.differing = new byte[(int) workload.keys()][];
         this.foreign = new Fold(key -> null, mismatches);
     }
 
@@ -85,11 +90,7 @@ public final class DenseFold implements ChangelogFold {
                 StringData address = row.isNullAt(3) ? null : row.getString(3);
                 present[i] = true;
                 after = expected.matches(i, name == null ? null : binary(name), address == null ? null : binary(address));
-                if (!after) {
-                    differing.put(i, valueBytes(name, address));
-                } else if (!differing.isEmpty()) {
-                    differing.remove(i);
-                }
+                differing[i] = after ? null : valueBytes(name, address);
                 break;
             case UPDATE_BEFORE:
             case DELETE:
@@ -97,9 +98,7 @@ public final class DenseFold implements ChangelogFold {
                     retractOfAbsent++;
                 }
                 present[i] = false;
-                if (!differing.isEmpty()) {
-                    differing.remove(i);
-                }
+                differing[i] = null;
                 after = false; // every key of the workload has a value
                 break;
             default:
@@ -206,7 +205,7 @@ public final class DenseFold implements ChangelogFold {
         Map<String, String> all = new HashMap<>(foreign.rows());
         for (int k = 0; k < present.length; k++) {
             if (present[k]) {
-                byte[] v = differing.get(k);
+                byte[] v = differing[k];
                 all.put(Workload.key(Integer.toString(k), Workload.dt(k)), v == null ? expected.value(k) : new String(v, StandardCharsets.UTF_8));
             }
         }
