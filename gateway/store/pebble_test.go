@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -57,5 +58,19 @@ func TestChangelogChunksInBlobFiles(t *testing.T) {
 	}
 	if got := len(state(t, st)); got != len(ids) {
 		t.Fatalf("state after retention: %d rows, want %d", got, len(ids))
+	}
+}
+
+// TestCompactionConcurrencyRange checks PebbleOptions' bound on concurrent compactions per table
+// DB: 1 up to 3 cores (two long L0 compactions on 2 cores left writers and readers no core), half
+// of GOMAXPROCS above that, never more than 2 (one DB per table: many tables on many cores).
+func TestCompactionConcurrencyRange(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	for _, c := range []struct{ procs, want int }{{1, 1}, {2, 1}, {3, 1}, {4, 2}, {5, 2}, {8, 2}, {64, 2}} {
+		runtime.GOMAXPROCS(c.procs)
+		lo, hi := PebbleOptions(nil, nil).CompactionConcurrencyRange()
+		if lo != 1 || hi != c.want {
+			t.Errorf("GOMAXPROCS %d: compaction concurrency %d..%d, want 1..%d", c.procs, lo, hi, c.want)
+		}
 	}
 }
