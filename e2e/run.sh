@@ -4,7 +4,8 @@
 #             docker-compose/Dockerfile checks, check.py on hand-made inputs
 #   pgbench   e2e/pgbench/run.sh: PostgreSQL + pgbench -> Flink -> setats -> setats-cdc, checked
 #   demo      e2e/demo.sh: the README's `make demo` pipeline, its changelog counted
-#   dts       e2e/dts/run.sh: PostgreSQL + MariaDB -> subscription channels -> dts SQL and DataStream jobs, checked
+#   dts       e2e/dts/run.sh: PostgreSQL + MariaDB -> subscription channels -> dts SQL and DataStream jobs,
+#             and pgbench's changes streamed (dts -> setats sink -> setats-cdc) into a loaded table, checked
 #   hive      e2e/hive/run.sh: real Hive Metastores 3.1.3 and 4.0.1 (from Maven Central), the Go
 #             catalog conformance suite and the connector's Hive ITCases against them
 # A suite whose parts are not built yet (gateway, connector, SQL runner) is skipped with a message.

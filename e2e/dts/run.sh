@@ -5,12 +5,22 @@
 #      run as the postgres / mysql user when this runs as root; `pgbench -i -s 1`
 #   2. a gateway; channels created with `setats subscription create` (PostgreSQL: pgbench_accounts
 #      and pgbench_history; MariaDB: shop.orders) and consumer groups with `create-group`
-#   3. pgbench at a steady rate; the gateway is killed (kill -9) during it and restarted
-#   4. a small deterministic workload on MariaDB
-#   5. the seed's dts SQL job (e2e/dts/accounts.sql) reads the PostgreSQL channel from the time
+#   3. full load: e2e/pgbench/load.sql (Flink JDBC scan -> setats sink) copies pgbench_accounts into
+#      the setats table pgbench.pgbench_accounts (one +I per account)
+#   4. pgbench at a steady rate; the gateway is killed (kill -9) during it and restarted; then three
+#      deterministic transactions on two accounts pgbench did not touch: one with delta 0
+#      (abalance + 0), two that cancel out (+7, then -7), each with its pgbench_history row
+#   5. a small deterministic workload on MariaDB
+#   6. the seed's dts SQL job (e2e/dts/accounts.sql) reads the PostgreSQL channel from the time
 #      pgbench started; check.py: folded -U/+U = pgbench_accounts, changed keys = pgbench_history,
 #      one -U/+U pair per transaction (no change lost or repeated across the kill -9)
-#   6. the seed's DataStream job (io.setats.flink.dts.DtsExample) prints the MariaDB channel:
+#   7. streaming CDC (e2e/dts/stream.sql, one job): the channel's pgbench_accounts changes (dts, own
+#      consumer group) upserted by the setats sink into the loaded table, and that table's changelog
+#      from earliest (setats-cdc) printed; check_stream.py, the streaming clause of
+#      shared/cases/e2e-pgbench.md: one +I per account, then one -U/+U pair per transaction whose
+#      delta is not 0 (none for delta 0, two for +7/-7), -U/+U keys = accounts with a non-zero
+#      delta, the fold = pgbench_accounts
+#   8. the seed's DataStream job (io.setats.flink.dts.DtsExample) prints the MariaDB channel:
 #      HEARTBEATs, checkpoint strings, and exactly the workload's INSERT/UPDATE/DELETE records
 # Ends with "dts: N passed, N failed"; exit 0 only when nothing failed. KEEP_WORK=1 keeps the temp dir.
 set -euo pipefail
@@ -24,6 +34,7 @@ PGBIN=${PGBIN:-$(ls -d /usr/lib/postgresql/15/bin 2>/dev/null || true)}
 [ -x "$PGBIN/initdb" ] || die "PostgreSQL 15 server binaries not found (apt-get install postgresql-15, or set PGBIN)"
 command -v mariadbd >/dev/null || [ -x /usr/sbin/mariadbd ] || die "MariaDB not found (apt-get install mariadb-server)"
 require_artifacts "$SETATS_BIN" "$CONNECTOR_JAR" "$RUNNER_JAR" || die "build first: make build"
+e2e_t0=$(now_ms)
 
 passed=0 failed=0
 check() { # check NAME CMD...: runs CMD, counts it
@@ -62,7 +73,7 @@ export PGHOST=127.0.0.1 PGPORT PGUSER=postgres PGDATABASE=bench
 psql_() { "$PGBIN/psql" -X -q -At -v ON_ERROR_STOP=1 "$@"; }
 mysql_() { mariadb --no-defaults -S "$MYDIR/sock" -u root -N -B "$@"; }
 
-log "== 1/6 PostgreSQL 15 on 127.0.0.1:$PGPORT, MariaDB on 127.0.0.1:$MYPORT"
+log "== 1/8 PostgreSQL 15 on 127.0.0.1:$PGPORT, MariaDB on 127.0.0.1:$MYPORT"
 "${as_pg[@]}" "$PGBIN/initdb" -D "$PGDATA" -U postgres --auth=trust -E UTF8 --locale=C.UTF-8 >"$WORK/initdb.log" 2>&1 \
   || { cat "$WORK/initdb.log" >&2; die "initdb failed"; }
 "${as_pg[@]}" "$PGBIN/pg_ctl" -D "$PGDATA" -l "$PGDATA/server.log" -w -t 60 \
@@ -85,7 +96,7 @@ mysql_ -e 'SELECT 1' >/dev/null || { cat "$MYDIR/error.log" >&2; die "MariaDB di
 mysql_ -e "CREATE USER 'setats'@'%' IDENTIFIED BY 'setats'; GRANT ALL PRIVILEGES ON *.* TO 'setats'@'%';
   CREATE DATABASE shop; CREATE TABLE shop.orders (id INT PRIMARY KEY, amount INT, note VARCHAR(20))"
 
-log "== 2/6 gateway and channels"
+log "== 2/8 gateway and channels"
 FLIGHT_PORT=$(free_port); ADMIN_PORT=$(free_port)
 export GATEWAY_FLIGHT_ADDR=127.0.0.1:$FLIGHT_PORT GATEWAY_ADMIN_ADDR=127.0.0.1:$ADMIN_PORT
 start_gateway "$WORK/gateway/warehouse" "$WORK/gateway/gateway.log"
@@ -93,6 +104,7 @@ sub() { "$SETATS_BIN" subscription "$@" --manager-url "$SETATS_MANAGER_URL"; }
 sub create --channel pgbench --source-url "postgres://postgres@127.0.0.1:$PGPORT/bench?sslmode=disable" \
   --tables public.pgbench_accounts,public.pgbench_history >"$WORK/create-pg.json"
 sub create-group --channel pgbench --group dts_sql --group-user dtstest --group-password Test123456 >/dev/null
+sub create-group --channel pgbench --group dts_stream --group-user dtstest --group-password Test123456 >/dev/null
 sub create --channel shop --source-url "mysql://setats:setats@127.0.0.1:$MYPORT/shop" --tables shop.orders >"$WORK/create-my.json"
 sub create-group --channel shop --group dts_ds --group-user dtstest --group-password Test123456 >/dev/null
 sub list >"$WORK/list.json"
@@ -105,7 +117,17 @@ else
   check "REPLICA IDENTITY check names the fix" grep -q 'REPLICA IDENTITY FULL' "$WORK/bad.err"
 fi
 
-log "== 3/6 pgbench -R $RATE -T $SECONDS_RUN; kill -9 of the gateway during it"
+ACCOUNTS=$(psql_ -c 'SELECT count(*) FROM pgbench_accounts')
+log "== 3/8 full load: pgbench_accounts ($ACCOUNTS rows) -> Flink JDBC scan -> setats pgbench.pgbench_accounts"
+export PG_JDBC_URL="jdbc:postgresql://127.0.0.1:$PGPORT/bench" PG_ACCOUNTS=$ACCOUNTS PG_USER=postgres
+t=$(now_ms)
+load_rc=0
+run_sql e2e/pgbench/load.sql --timeout "$TIMEOUT" >"$WORK/load.out" 2>"$WORK/load.log" || load_rc=$?
+load_ms=$(( $(now_ms) - t ))
+[ "$load_rc" -eq 0 ] || tail -30 "$WORK/load.log" >&2
+check "full load ran (exit $load_rc)" test "$load_rc" -eq 0
+
+log "== 4/8 pgbench -R $RATE -T $SECONDS_RUN; kill -9 of the gateway during it"
 START_S=$(( $(date +%s) - 1 ))
 t=$(now_ms)
 "$PGBIN/pgbench" -n -c 2 -j 2 -R "$RATE" -T "$SECONDS_RUN" bench >"$WORK/pgbench-run.log" 2>&1 &
@@ -116,12 +138,29 @@ log "gateway killed (kill -9); restarting it on the same warehouse and ports"
 start_gateway "$WORK/gateway/warehouse" "$WORK/gateway/gateway-2.log"
 wait "$bench_pid" || { cat "$WORK/pgbench-run.log" >&2; die "pgbench failed"; }
 bench_ms=$(( $(now_ms) - t ))
+BENCH_TX=$(psql_ -c 'SELECT count(*) FROM pgbench_history')
+log "pgbench: $BENCH_TX transactions in $bench_ms ms"
+# The cases pgbench rarely produces, on two accounts it did not touch, one transaction each (as
+# pgbench's: the account's UPDATE and its pgbench_history row): a delta of 0 (the merge must emit
+# nothing), then +7 and -7 (a streaming source must give two -U/+U pairs; a bounded re-scan none).
+{ read -r ZERO_AID; read -r CANCEL_AID; } < <(psql_ -c 'SELECT aid FROM pgbench_accounts a
+  WHERE NOT EXISTS (SELECT 1 FROM pgbench_history h WHERE h.aid = a.aid) ORDER BY aid LIMIT 2')
+delta_tx() { # delta_tx AID DELTA
+  psql_ -c "BEGIN; UPDATE pgbench_accounts SET abalance = abalance + $2 WHERE aid = $1;
+    INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) SELECT 1, bid, aid, $2, now() FROM pgbench_accounts WHERE aid = $1;
+    COMMIT"
+}
+delta_tx "$ZERO_AID" 0; delta_tx "$CANCEL_AID" 7; delta_tx "$CANCEL_AID" -7
+log "deterministic: aid $ZERO_AID delta 0; aid $CANCEL_AID delta +7, then -7"
 psql_ -F'|' -c 'SELECT aid, bid, abalance FROM pgbench_accounts ORDER BY aid' >"$WORK/after.txt"
 psql_ -c 'SELECT aid FROM pgbench_history' >"$WORK/history.txt"
+psql_ -F'|' -c 'SELECT aid, delta FROM pgbench_history' >"$WORK/history-delta.txt"
 TX=$(wc -l <"$WORK/history.txt")
-log "pgbench: $TX transactions in $bench_ms ms"
+read -r TX_NONZERO KEYS_NONZERO < <(psql_ -F' ' -c \
+  'SELECT count(*) FILTER (WHERE delta <> 0), count(DISTINCT aid) FILTER (WHERE delta <> 0) FROM pgbench_history')
+STREAM_ROWS=$((ACCOUNTS + 2 * TX_NONZERO))
 
-log "== 4/6 MariaDB workload"
+log "== 5/8 MariaDB workload"
 mysql_ -e "$(for i in $(seq 1 20); do echo "INSERT INTO shop.orders VALUES ($i, $((i * 10)), 'n$i');"; done
   for i in $(seq 1 10); do echo "UPDATE shop.orders SET amount = amount + 1 WHERE id = $i;"; done
   for i in $(seq 16 20); do echo "DELETE FROM shop.orders WHERE id = $i;"; done)"
@@ -134,7 +173,7 @@ for _ in $(seq 1 120); do
 done
 sleep 2
 
-log "== 5/6 the seed's dts SQL job on public.pgbench_accounts (expects $((2 * TX)) rows)"
+log "== 6/8 the seed's dts SQL job on public.pgbench_accounts (expects $((2 * TX)) rows)"
 export DTS_TOPIC=pgbench DTS_SID=dts_sql DTS_USER=dtstest DTS_PASSWORD=Test123456 DTS_CHECKPOINT=$START_S
 t=$(now_ms)
 sql_rc=0
@@ -150,7 +189,28 @@ while read -r status rest; do
   if [ "$status" = ok ]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
 done <"$WORK/check.txt"
 
-log "== 6/6 the seed's DataStream job (DtsExample) on the MariaDB channel"
+log "== 7/8 streaming CDC: dts -> setats sink -> setats-cdc (earliest), expects $STREAM_ROWS rows"
+log "   = $ACCOUNTS +I + 2 x $TX_NONZERO transactions with a non-zero delta ($((TX - TX_NONZERO)) of $TX with delta 0) on $KEYS_NONZERO accounts"
+export DTS_STREAM_SID=dts_stream
+t=$(now_ms)
+stream_rc=0
+if [ "$load_rc" -eq 0 ]; then
+  run_sql e2e/dts/stream.sql --stop-after-rows "$STREAM_ROWS" --stop-grace-ms 3000 --timeout "$TIMEOUT" \
+    >"$WORK/stream.out" 2>"$WORK/stream.log" || stream_rc=$?
+  [ "$stream_rc" -eq 0 ] || tail -30 "$WORK/stream.log" >&2
+else
+  log "not run: the full load failed"; stream_rc=1; : >"$WORK/stream.out"
+fi
+stream_ms=$(( $(now_ms) - t ))
+check "streaming job ran (exit $stream_rc)" test "$stream_rc" -eq 0
+"$PYTHON" e2e/dts/check_stream.py --changelog "$WORK/stream.out" --before "$WORK/before.txt" --after "$WORK/after.txt" \
+  --history "$WORK/history-delta.txt" --zero "$ZERO_AID" --cancel "$CANCEL_AID" >"$WORK/check-stream.txt" || true
+cat "$WORK/check-stream.txt" >&2
+while read -r status rest; do
+  if [ "$status" = ok ]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+done <"$WORK/check-stream.txt"
+
+log "== 8/8 the seed's DataStream job (DtsExample) on the MariaDB channel"
 # The README's command: only Arrow's java.nio is opened (DtsRecord has its own Flink serializer,
 # so no Kryo reflecting into java.util).
 java ${SQL_RUNNER_JAVA_OPTS:-} --add-opens=java.base/java.nio=ALL-UNNAMED -cp "$RUNNER_JAR:$CONNECTOR_JAR" io.setats.flink.dts.DtsExample \
@@ -167,9 +227,12 @@ check "gateway stops cleanly" stop_gateway
 records=$("$PYTHON" -c 'import json,sys; print(json.load(open(sys.argv[1]))["nextId"])' "$WORK/describe.json")
 cat <<EOF >&2
 dts e2e figures (load average $(cut -d' ' -f1-3 /proc/loadavg)):
-  pgbench          $TX transactions at -R $RATE in $bench_ms ms (gateway killed and restarted during it)
+  full load        $ACCOUNTS rows PostgreSQL -> Flink JDBC scan -> setats in $load_ms ms including JVM and planner start-up
+  pgbench          $BENCH_TX transactions at -R $RATE in $bench_ms ms (gateway killed and restarted during it), then 3 deterministic ones
   capture          $records channel records ($((TX * 5)) changes + BEGIN/COMMIT/HEARTBEAT) for $bench_ms ms of pgbench
   SQL job          $(grep -c '\[' "$WORK/accounts.out" || true) rows in $sql_ms ms including JVM and planner start-up
+  streaming job    $(grep -c '\[' "$WORK/stream.out" || true) changelog rows (expected $STREAM_ROWS: $ACCOUNTS +I, $TX_NONZERO -U/+U pairs) in $stream_ms ms including JVM, planner start-up and 3 s grace
+  whole run        $(( $(now_ms) - e2e_t0 )) ms
 EOF
 echo "dts: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
