@@ -259,7 +259,7 @@ public final class SetatsSinkBuilder<IN> {
 
     /**
      * {@code setats.sink.shuffle-buffer-timeout}: the longest a row waits in a network buffer of
-     * the shuffle before the writers (default 20 ms; 0: flush after every row).
+     * the shuffle before the writers (default 5 ms; 0: flush after every row).
      */
     public SetatsSinkBuilder<IN> setShuffleBufferTimeout(Duration v) {
         options.set(SetatsConnectorOptions.SINK_SHUFFLE_BUFFER_TIMEOUT, v);

@@ -1,6 +1,5 @@
 package io.setats.flink.sink;
 
-import io.setats.flink.SetatsConnectorOptions;
 import io.setats.flink.SetatsConnectorOptions.MergeEngine;
 import io.setats.flink.client.GatewayClient;
 import io.setats.flink.testutils.SetatsGatewayProcess;
@@ -32,7 +31,6 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashMap;
@@ -301,25 +299,8 @@ class SetatsSinkBenchmark {
                 .setPartitionKeys("dt")
                 .setBucket(BUCKETS)
                 .setMergeEngine(MergeEngine.DEDUPLICATE)
-                .setDeliveryGuarantee(g)
-                .setShuffleBufferTimeout(SHUFFLE_BUFFER_TIMEOUT);
+                .setDeliveryGuarantee(g);
     }
-
-    /**
-     * {@code -Dsetats.bench.shuffle-buffer-timeout-ms} (default: the option's default): the
-     * sink's {@code setats.sink.shuffle-buffer-timeout}; 100 (the job's default buffer timeout)
-     * leaves the shuffle into the writers without the pass-through operator that carries it.
-     */
-    /**
-     * {@code -Dsetats.bench.object-reuse} (default false, Flink's default): the throughput jobs run
-     * with {@code pipeline.object-reuse}, so that rows are not copied between chained operators.
-     */
-    private static final boolean OBJECT_REUSE = Boolean.getBoolean("setats.bench.object-reuse");
-
-    private static final Duration SHUFFLE_BUFFER_TIMEOUT =
-            Duration.ofMillis(Long.getLong(
-                    "setats.bench.shuffle-buffer-timeout-ms",
-                    SetatsConnectorOptions.SINK_SHUFFLE_BUFFER_TIMEOUT.defaultValue().toMillis()));
 
     /**
      * Rows/s, gateway CPU seconds until the job finished, and gateway CPU seconds after the
@@ -332,9 +313,6 @@ class SetatsSinkBenchmark {
             StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
             env.setParallelism(2);
             env.enableCheckpointing(1_000);
-            if (OBJECT_REUSE) {
-                env.getConfig().enableObjectReuse();
-            }
             env.fromSequence(0, rows - 1)
                     .map(new SeedRows(keys))
                     .returns(InternalTypeInfo.of(SEED))

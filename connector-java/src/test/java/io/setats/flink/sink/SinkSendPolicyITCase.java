@@ -1,6 +1,5 @@
 package io.setats.flink.sink;
 
-import io.setats.flink.SetatsConnectorOptions;
 import io.setats.flink.SetatsConnectorOptions.MergeEngine;
 import io.setats.flink.client.GatewayClient;
 import io.setats.flink.testutils.SetatsGatewayProcess;
@@ -138,49 +137,6 @@ class SinkSendPolicyITCase {
         @Override
         public void cancel() {
             running = false;
-        }
-    }
-
-    /**
-     * The edge into the writers flushes at {@code setats.sink.shuffle-buffer-timeout} (its default, 20 ms), not
-     * at the job's {@code execution.buffer-timeout} (100 ms), in the graph that {@code sinkTo}
-     * builds: Flink expands the sink's pre-write topology after it has translated the operator
-     * before it, so lowering that operator's timeout then changed nothing (a row waited up to 100
-     * ms in a half-empty network buffer at low rates: edge p50 48 ms at 1,000 rows/s).
-     */
-    private static final long DEFAULT_SHUFFLE_MS =
-            SetatsConnectorOptions.SINK_SHUFFLE_BUFFER_TIMEOUT.defaultValue().toMillis();
-
-    @Test
-    void theShuffleIntoTheWritersFlushesAtTheSinksBufferTimeout() {
-        for (int sourceParallelism : new int[] {1, 2}) {
-            StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
-            env.setParallelism(2);
-            env.setBufferTimeout(100);
-            env.fromSequence(0, 9)
-                    .setParallelism(sourceParallelism)
-                    .map(i -> (RowData) GenericRowData.of(StringData.fromString("k" + i), null))
-                    .setParallelism(sourceParallelism)
-                    .returns(InternalTypeInfo.of(KV))
-                    .sinkTo(sink("shuffle_timeout").build());
-            org.apache.flink.streaming.api.graph.StreamGraph g = env.getStreamGraph();
-            org.apache.flink.streaming.api.graph.StreamNode writer =
-                    g.getStreamNodes().stream()
-                            .filter(n -> n.getOperatorName().contains("Writer"))
-                            .findFirst()
-                            .orElseThrow(() -> new AssertionError("no writer in " + g.getStreamNodes()));
-            assertThat(writer.getInEdges()).hasSize(1);
-            assertThat(writer.getInEdges().get(0).getBufferTimeout())
-                    .as("source parallelism %d: edge %s", sourceParallelism, writer.getInEdges().get(0))
-                    .isEqualTo(DEFAULT_SHUFFLE_MS);
-            // The pass-through that carries the timeout runs chained to the operator before it.
-            org.apache.flink.streaming.api.graph.StreamNode before =
-                    g.getStreamNode(writer.getInEdges().get(0).getSourceId());
-            assertThat(before.getParallelism()).isEqualTo(sourceParallelism);
-            assertThat(before.getInEdges()).allSatisfy(e -> assertThat(e.getPartitioner().toString()).isEqualTo("FORWARD"));
-            assertThat(g.getJobGraph().getVertices())
-                    .as("job vertices")
-                    .anySatisfy(v -> assertThat(v.getName()).contains("Map").contains("Setats shuffle flush " + DEFAULT_SHUFFLE_MS + " ms"));
         }
     }
 
