@@ -22,31 +22,19 @@ pgbench_accounts), --history (`aid|delta` per pgbench_history row). Prints one l
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from collections import Counter
+from pathlib import Path
 
-LINE = re.compile(r"^(?:[^\[\]]*?> )?([+-][IUD])\[(.*)\]$")
+# The changelog rows and the samples in the messages as e2e/pgbench/check.py (same print format).
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "pgbench"))
+from check import parse_changelog as parse_rows, sample  # noqa: E402
 
 
 def parse_changelog(path):
-    rows, bad = [], []
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            line = line.rstrip("\n")
-            if not line.strip():
-                continue
-            m = LINE.match(line)
-            parts = m.group(2).split(", ", 3) if m else []
-            if len(parts) != 4:
-                bad.append((n, line[:120]))
-                continue
-            aid, bid, bal, filler = parts
-            try:
-                rows.append((m.group(1), int(aid), int(bid), int(bal), filler))
-            except ValueError:
-                bad.append((n, line[:120]))
-    return rows, bad
+    """(kind, aid, bid, abalance, filler) per printed row, and the lines that are not rows."""
+    rows, bad = parse_rows(path)
+    return [(kind, *values) for kind, values in rows], bad
 
 
 def parse_accounts(path):
@@ -68,11 +56,6 @@ def parse_history(path):
                 aid, delta = line.strip().split("|")
                 out.setdefault(int(aid), []).append(int(delta))
     return out
-
-
-def sample(xs, n=5):
-    xs = sorted(xs)
-    return "[" + ", ".join(map(str, xs[:n])) + (" ..." if len(xs) > n else "") + "]"
 
 
 def check_stream(rows, bad, before, after, history, zero=None, cancel=None):

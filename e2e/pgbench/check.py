@@ -41,7 +41,10 @@ def parse_changelog(path: str):
                 bad.append((n, line[:120]))
                 continue
             aid, bid, abalance, filler = parts
-            rows.append((m.group(1), (int(aid), int(bid), int(abalance), None if filler == "null" else filler)))
+            try:
+                rows.append((m.group(1), (int(aid), int(bid), int(abalance), None if filler == "null" else filler)))
+            except ValueError:
+                bad.append((n, line[:120]))
     return rows, bad
 
 
