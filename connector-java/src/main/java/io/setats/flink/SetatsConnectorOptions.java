@@ -252,21 +252,34 @@ public final class SetatsConnectorOptions {
                                     + "not be negative.");
 
     /**
-     * The output-flush timeout of the shuffle that feeds the sink's writers (Setats addition;
-     * Flink's {@code execution.buffer-timeout} for that one edge).
+     * The output-flush timeout (ms) of the shuffle that feeds the sink's writers (Setats addition;
+     * Flink's {@code execution.buffer-timeout} for that one edge), carried by a pass-through
+     * operator chained to the operator before the sink ({@code SetatsSink#withShuffleBufferTimeout}).
+     * No default: unset, the edge keeps the job's buffer timeout and there is no pass-through. Set,
+     * it costs throughput under load: a 1M-row DataStream ingest ran at ~0.84x of its rate without
+     * the pass-through at 20 ms, ~0.72x at 5 ms (docs/PERF-NOTES.md, "The shuffle timeout that
+     * never applied").
      */
     public static final ConfigOption<Duration> SINK_SHUFFLE_BUFFER_TIMEOUT =
             ConfigOptions.key("setats.sink.shuffle-buffer-timeout")
                     .durationType()
-                    .defaultValue(Duration.ofMillis(5))
+                    .noDefaultValue()
                     .withDescription(
                             "Setats addition: the longest a row waits in a network buffer of the "
                                     + "shuffle that routes rows to the sink's writers (Flink's "
-                                    + "buffer timeout, default 100 ms, for that edge only; a full "
-                                    + "buffer is sent at once whatever this is). Applied only when "
-                                    + "it is below the job's 'execution.buffer-timeout' and the "
-                                    + "operator before the sink has no buffer timeout of its own. "
-                                    + "0: flush after every row. Must not be negative.");
+                                    + "buffer timeout, 'execution.buffer-timeout', 100 ms by "
+                                    + "default, for that edge only; a full buffer is sent at once "
+                                    + "whatever this is). Unset (the default): the job's buffer "
+                                    + "timeout. Set: a pass-through operator 'Setats shuffle flush "
+                                    + "<N> ms', chained to the operator before the sink (so in that "
+                                    + "operator's task, named after the sink as Flink names a "
+                                    + "sink's pre-write operators), carries it; it is added only "
+                                    + "when this is below the job's buffer timeout and the operator "
+                                    + "before the sink is not a partitioning and has no buffer "
+                                    + "timeout of its own. Lower values lower the latency at low "
+                                    + "rates and cost throughput under load (more half-full "
+                                    + "buffers; without object reuse, one copy of each row into the "
+                                    + "pass-through). 0: flush after every row. Must not be negative.");
 
     /** Table option passed on when the sink creates the table (SPEC section 4). */
     public static final ConfigOption<Boolean> IGNORE_DELETE =

@@ -346,7 +346,7 @@ public final class SetatsOptionsUtil {
                     "Option '" + SINK_LINGER.key() + "' must not be negative, got " + config.get(SINK_LINGER) + ".");
         }
         Duration shuffle = config.get(SetatsConnectorOptions.SINK_SHUFFLE_BUFFER_TIMEOUT);
-        if (shuffle.isNegative()) {
+        if (shuffle != null && shuffle.isNegative()) {
             throw new ValidationException(
                     "Option '" + SetatsConnectorOptions.SINK_SHUFFLE_BUFFER_TIMEOUT.key()
                             + "' must not be negative, got " + shuffle + ".");

@@ -34,8 +34,12 @@ import org.apache.flink.core.io.SimpleVersionedSerializer;
 import org.apache.flink.streaming.api.connector.sink2.SupportsPreWriteTopology;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.api.datastream.DataStream;
-import org.apache.flink.streaming.api.transformations.PartitionTransformation;
+import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
+import org.apache.flink.streaming.api.operators.AbstractStreamOperator;
+import org.apache.flink.streaming.api.operators.ChainingStrategy;
+import org.apache.flink.streaming.api.operators.OneInputStreamOperator;
 import org.apache.flink.streaming.api.transformations.PhysicalTransformation;
+import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
 import org.apache.flink.table.api.ValidationException;
 import org.apache.flink.table.data.RowData;
 import org.apache.flink.table.types.logical.RowType;
@@ -208,39 +212,76 @@ public final class SetatsSink<IN>
             }
         }
         SetatsTableLayout l = resolveLayout();
-        limitShuffleBufferTimeout(
-                input.getTransformation(),
-                input.getExecutionEnvironment().getBufferTimeout(),
-                shuffleBufferTimeout == null ? -1 : shuffleBufferTimeout.toMillis());
-        return input.partitionCustom(
-                new BucketOwnerRouter.OwnerPartitioner(),
-                new BucketOwnerRouter<>(serializer, rowType, l));
+        return withShuffleBufferTimeout(
+                        input, shuffleBufferTimeout == null ? -1 : shuffleBufferTimeout.toMillis())
+                .partitionCustom(
+                        new BucketOwnerRouter.OwnerPartitioner(),
+                        new BucketOwnerRouter<>(serializer, rowType, l));
     }
 
     /**
-     * Lowers the buffer timeout (ms) of the operator whose output the writers' shuffle carries,
-     * so that at low rates a row does not wait up to the job's {@code execution.buffer-timeout}
-     * (100 ms by default) in a half-empty network buffer; under load buffers fill and are sent
-     * before either timeout. Looks through partitioning transformations (no operator of their
-     * own) to the operator before them. Leaves it alone when that operator has a buffer timeout
-     * of its own, when the job's default ({@code jobDefaultMs}) is already lower or disables
-     * periodic flushing (-1), or when {@code limitMs} is negative.
-     *
-     * @return whether it changed the timeout
+     * {@code input}, or {@code input} through a pass-through operator chained to it whose output
+     * flushes every {@code limitMs} ms, so that at low rates a row does not wait up to the job's
+     * {@code execution.buffer-timeout} (100 ms by default) in a half-empty network buffer on its
+     * way to the writers; under load buffers fill and are sent before either timeout. The timeout
+     * cannot be lowered on the operator before the sink itself: Flink expands a sink's pre-write
+     * topology after it has translated that operator, and a network edge takes the timeout its
+     * upstream operator had then. Left as it is when {@code input} is a partitioning (the
+     * operator would sit behind a network edge of its own), when its operator has a buffer
+     * timeout of its own, when the job's default is already at most {@code limitMs} or disables
+     * periodic flushing (-1), or when {@code limitMs} is negative (see {@link
+     * #lowersShuffleBufferTimeout}).
      */
-    static boolean limitShuffleBufferTimeout(Transformation<?> t, long jobDefaultMs, long limitMs) {
-        while (t instanceof PartitionTransformation) {
-            t = t.getInputs().get(0);
+    static <T> DataStream<T> withShuffleBufferTimeout(DataStream<T> input, long limitMs) {
+        Transformation<T> t = input.getTransformation();
+        long jobDefaultMs = input.getExecutionEnvironment().getBufferTimeout();
+        if (!lowersShuffleBufferTimeout(t, jobDefaultMs, limitMs)) {
+            return input;
         }
-        if (limitMs < 0
-                || jobDefaultMs < 0
-                || jobDefaultMs <= limitMs
-                || t.getBufferTimeout() >= 0
-                || !(t instanceof PhysicalTransformation)) {
-            return false;
+        SingleOutputStreamOperator<T> flush =
+                input.transform(
+                                "Setats shuffle flush " + limitMs + " ms",
+                                input.getType(),
+                                new ShuffleFlush<T>())
+                        .setParallelism(t.getParallelism())
+                        .setBufferTimeout(limitMs);
+        if (t.getMaxParallelism() > 0) {
+            flush.setMaxParallelism(t.getMaxParallelism());
         }
-        t.setBufferTimeout(limitMs);
-        return true;
+        return flush;
+    }
+
+    /**
+     * Whether {@link #withShuffleBufferTimeout} puts the pass-through behind {@code t} (the
+     * transformation before the writers' shuffle): {@code t} is an operator (not a partitioning)
+     * without a buffer timeout of its own, {@code limitMs >= 0}, and the job's default ({@code
+     * jobDefaultMs}, -1: periodic flushing off) is higher than {@code limitMs}.
+     */
+    static boolean lowersShuffleBufferTimeout(Transformation<?> t, long jobDefaultMs, long limitMs) {
+        return limitMs >= 0
+                && jobDefaultMs >= 0
+                && jobDefaultMs > limitMs
+                && t.getBufferTimeout() < 0
+                && t instanceof PhysicalTransformation;
+    }
+
+    /**
+     * Forwards every element (records, watermarks, watermark statuses, latency markers) as it is;
+     * always chained to the operator before it, so it adds no network edge, only the buffer
+     * timeout of its output ({@link #withShuffleBufferTimeout}).
+     */
+    static final class ShuffleFlush<T> extends AbstractStreamOperator<T>
+            implements OneInputStreamOperator<T, T> {
+        private static final long serialVersionUID = 1L;
+
+        ShuffleFlush() {
+            chainingStrategy = ChainingStrategy.ALWAYS;
+        }
+
+        @Override
+        public void processElement(StreamRecord<T> element) {
+            output.collect(element);
+        }
     }
 
     /** The layout, resolving it from the gateway the first time. */

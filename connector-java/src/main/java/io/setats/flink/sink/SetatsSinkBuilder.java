@@ -259,7 +259,8 @@ public final class SetatsSinkBuilder<IN> {
 
     /**
      * {@code setats.sink.shuffle-buffer-timeout}: the longest a row waits in a network buffer of
-     * the shuffle before the writers (default 5 ms; 0: flush after every row).
+     * the shuffle before the writers (unset by default: the job's {@code execution.buffer-timeout};
+     * 0: flush after every row; see {@link SetatsConnectorOptions#SINK_SHUFFLE_BUFFER_TIMEOUT}).
      */
     public SetatsSinkBuilder<IN> setShuffleBufferTimeout(Duration v) {
         options.set(SetatsConnectorOptions.SINK_SHUFFLE_BUFFER_TIMEOUT, v);

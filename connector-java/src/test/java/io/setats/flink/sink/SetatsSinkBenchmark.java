@@ -31,6 +31,7 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashMap;
@@ -287,7 +288,7 @@ class SetatsSinkBenchmark {
     }
 
     private static SetatsSinkBuilder<RowData> sink(SetatsGatewayProcess gw, String table, DeliveryGuarantee g) {
-        return SetatsSink.builder()
+        SetatsSinkBuilder<RowData> b = SetatsSink.builder()
                 .setManagerUrl(gw.managerUrl())
                 .setWarehouse(gw.warehouse().toString())
                 .setCatalogType("hadoop")
@@ -300,7 +301,25 @@ class SetatsSinkBenchmark {
                 .setBucket(BUCKETS)
                 .setMergeEngine(MergeEngine.DEDUPLICATE)
                 .setDeliveryGuarantee(g);
+        if (SHUFFLE_BUFFER_TIMEOUT_MS >= 0) {
+            b.setShuffleBufferTimeout(Duration.ofMillis(SHUFFLE_BUFFER_TIMEOUT_MS));
+        }
+        return b;
     }
+
+    /**
+     * {@code -Dsetats.bench.object-reuse} (default false, Flink's default): the throughput jobs run
+     * with {@code pipeline.object-reuse}, so that rows are not copied between chained operators.
+     */
+    private static final boolean OBJECT_REUSE = Boolean.getBoolean("setats.bench.object-reuse");
+
+    /**
+     * {@code -Dsetats.bench.shuffle-buffer-timeout-ms} (default -1: the option unset, no
+     * pass-through): the sink's {@code setats.sink.shuffle-buffer-timeout}; a value at or above the
+     * job's buffer timeout (100 ms) leaves the pass-through out too.
+     */
+    private static final long SHUFFLE_BUFFER_TIMEOUT_MS =
+            Long.getLong("setats.bench.shuffle-buffer-timeout-ms", -1);
 
     /**
      * Rows/s, gateway CPU seconds until the job finished, and gateway CPU seconds after the
@@ -313,6 +332,9 @@ class SetatsSinkBenchmark {
             StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
             env.setParallelism(2);
             env.enableCheckpointing(1_000);
+            if (OBJECT_REUSE) {
+                env.getConfig().enableObjectReuse();
+            }
             env.fromSequence(0, rows - 1)
                     .map(new SeedRows(keys))
                     .returns(InternalTypeInfo.of(SEED))

@@ -7,6 +7,8 @@ import io.setats.proto.v1.BucketOffsets;
 
 import org.apache.flink.runtime.testutils.MiniClusterResourceConfiguration;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.flink.streaming.api.graph.StreamGraph;
+import org.apache.flink.streaming.api.graph.StreamNode;
 import org.apache.flink.streaming.api.functions.source.SourceFunction;
 import org.apache.flink.table.data.GenericRowData;
 import org.apache.flink.table.data.RowData;
@@ -138,6 +140,76 @@ class SinkSendPolicyITCase {
         public void cancel() {
             running = false;
         }
+    }
+
+    /**
+     * The edge into the writers flushes at {@code setats.sink.shuffle-buffer-timeout} (here 20 ms),
+     * not at the job's {@code execution.buffer-timeout} (100 ms), in the graph that {@code sinkTo}
+     * builds: Flink expands the sink's pre-write topology after it has translated the operator
+     * before it, so lowering that operator's timeout then changed nothing (a row waited up to 100
+     * ms in a half-empty network buffer at low rates: edge p50 48 ms at 1,000 rows/s).
+     */
+    @Test
+    void theShuffleIntoTheWritersFlushesAtTheSinksBufferTimeout() {
+        for (int sourceParallelism : new int[] {1, 2}) {
+            StreamGraph g = graphOfSinkTo(sourceParallelism, Duration.ofMillis(20));
+            StreamNode writer = writer(g);
+            assertThat(writer.getInEdges().get(0).getBufferTimeout())
+                    .as("source parallelism %d: edge %s", sourceParallelism, writer.getInEdges().get(0))
+                    .isEqualTo(20L);
+            // The pass-through that carries the timeout runs chained to the operator before it.
+            StreamNode before = g.getStreamNode(writer.getInEdges().get(0).getSourceId());
+            assertThat(before.getParallelism()).isEqualTo(sourceParallelism);
+            assertThat(before.getInEdges())
+                    .allSatisfy(e -> assertThat(e.getPartitioner().toString()).isEqualTo("FORWARD"));
+            // Flink names it after the sink ("<sink>: <operator>", as every pre-write operator),
+            // so the task of the operator before the sink carries the sink's name too (why the
+            // option has no default: docs/PERF-NOTES.md, "The shuffle timeout that never applied").
+            String sinkName = writer.getOperatorName().replaceAll(": Writer$", "");
+            assertThat(g.getJobGraph().getVertices())
+                    .as("job vertices")
+                    .anySatisfy(v -> assertThat(v.getName())
+                            .contains("Map")
+                            .contains(sinkName + ": Setats shuffle flush 20 ms"));
+        }
+    }
+
+    /** Unset (the default), the edge keeps the job's buffer timeout and no operator is added. */
+    @Test
+    void withoutTheOptionTheShuffleKeepsTheJobsBufferTimeout() {
+        StreamGraph g = graphOfSinkTo(2, null);
+        StreamNode writer = writer(g);
+        assertThat(writer.getInEdges().get(0).getBufferTimeout()).isEqualTo(100L);
+        assertThat(g.getStreamNodes())
+                .noneSatisfy(n -> assertThat(n.getOperatorName()).contains("Setats shuffle flush"));
+    }
+
+    /** The stream graph of a map at {@code sourceParallelism} into the sink, job timeout 100 ms. */
+    private static StreamGraph graphOfSinkTo(int sourceParallelism, Duration shuffleTimeout) {
+        StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
+        env.setParallelism(2);
+        env.setBufferTimeout(100);
+        SetatsSinkBuilder<RowData> b = sink("shuffle_timeout");
+        if (shuffleTimeout != null) {
+            b.setShuffleBufferTimeout(shuffleTimeout);
+        }
+        env.fromSequence(0, 9)
+                .setParallelism(sourceParallelism)
+                .map(i -> (RowData) GenericRowData.of(StringData.fromString("k" + i), null))
+                .setParallelism(sourceParallelism)
+                .returns(InternalTypeInfo.of(KV))
+                .sinkTo(b.build());
+        return env.getStreamGraph();
+    }
+
+    private static StreamNode writer(StreamGraph g) {
+        StreamNode writer =
+                g.getStreamNodes().stream()
+                        .filter(n -> n.getOperatorName().contains("Writer"))
+                        .findFirst()
+                        .orElseThrow(() -> new AssertionError("no writer in " + g.getStreamNodes()));
+        assertThat(writer.getInEdges()).hasSize(1);
+        return writer;
     }
 
     @Test
