@@ -29,8 +29,8 @@ import java.util.stream.Collectors;
  * <p>Environment: {@code BENCH_ROWS} (distinct keys, default 1000000; 20% more rows update keys),
  * {@code BENCH_RUNS} (3), {@code BENCH_FRESH_SECONDS} (60), {@code BENCH_FRESH_RATE} (10000 rows/s),
  * {@code BENCH_DIR} (work dir, default a new one under java.io.tmpdir), {@code BENCH_OUT} (JSON
- * path), {@code BENCH_READ_SHAPE} ({@code rowdata} (default), {@code chained-reuse}, {@code chained} or {@code
- * single}, or a list of them: the reader jobs' collector, see {@link SystemRun}), {@code BENCH_JVM_OPTS} (extra options of the system JVMs,
+ * path), {@code BENCH_READ_SHAPE} ({@code rowdata}, {@code chained-reuse}, {@code chained}, {@code
+ * single} or {@code count}, or a list of them, default {@code rowdata,count}: the reader jobs' collector, see {@link SystemRun}), {@code BENCH_JVM_OPTS} (extra options of the system JVMs,
  * space-separated, e.g. a JFR recording), {@code BENCH_WARMUP_ROWS} (keys of the discarded warm-up ingest and
  * read each system JVM runs first, default min(200000, BENCH_ROWS / 5); 0: none), {@code
  * BENCH_INGEST_OBJECT_REUSE} (true: the ingest job runs with object reuse, as the reader jobs). System properties (set by the Makefile): {@code bench.gateway} (bin/setats), {@code
@@ -50,7 +50,7 @@ public final class BenchFlink {
     private final int runs = (int) envLong("BENCH_RUNS", 3);
     private final long freshSeconds = envLong("BENCH_FRESH_SECONDS", 60);
     private final long freshRate = envLong("BENCH_FRESH_RATE", 10_000);
-    private final String readShape = envString("BENCH_READ_SHAPE", "rowdata");
+    private final String readShape = envString("BENCH_READ_SHAPE", "rowdata,count");
     private final String jvmOpts = envString("BENCH_JVM_OPTS", "");
     private final String ingestObjectReuse = envString("BENCH_INGEST_OBJECT_REUSE", "true");
     private final long warmupKeys = envLong("BENCH_WARMUP_ROWS", Math.min(200_000, keys / 5));

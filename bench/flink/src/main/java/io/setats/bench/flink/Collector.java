@@ -115,6 +115,11 @@ public final class Collector extends RichSinkFunction<Row> {
             }
         }
 
+        /** Notes the time when a counting read reached its expected row count. */
+        void countDone(long nanos) {
+            doneNanos.compareAndSet(0, nanos);
+        }
+
         /** The fold of collector subtask {@code i}. */
         ChangelogFold fold(int i) {
             if (i >= folds.length) {
@@ -155,6 +160,15 @@ public final class Collector extends RichSinkFunction<Row> {
             folds[i] = new DenseFold(w, expected, mismatches);
         }
         state = new State(folds, mismatches, null, null, 0);
+        return state;
+    }
+
+    /**
+     * Starts counting the rows of a reader job that only counts ({@code --read-shape count}): no
+     * fold, {@link State#doneNanos()} is set by the driver ({@link State#countDone}).
+     */
+    static State count() {
+        state = new State(null, null, null, null, 0);
         return state;
     }
 

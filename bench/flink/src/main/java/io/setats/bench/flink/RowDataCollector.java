@@ -9,7 +9,7 @@ import org.apache.flink.table.data.RowData;
  * to a table sink ({@link FoldSinkFactory}, {@code 'connector' = 'bench-fold'}): no conversion to
  * {@code Row}, no strings per row ({@link DenseFold}). Same state, clock and mismatch counter as
  * {@link Collector}'s fold; one {@link DenseFold} per subtask, chained to the source at its
- * parallelism.
+ * parallelism. In a counting read ({@link Collector#count()}) it counts the rows and folds none.
  */
 final class RowDataCollector extends RichSinkFunction<RowData> {
     private static final long serialVersionUID = 1L;
@@ -20,12 +20,17 @@ final class RowDataCollector extends RichSinkFunction<RowData> {
     @Override
     public void open(Configuration parameters) {
         mine = Collector.current();
-        fold = (DenseFold) mine.fold(getRuntimeContext().getTaskInfo().getIndexOfThisSubtask());
+        if (mine.folds != null) {
+            fold = (DenseFold) mine.fold(getRuntimeContext().getTaskInfo().getIndexOfThisSubtask());
+        }
     }
 
     @Override
     public void invoke(RowData row, Context ctx) {
         mine.arrived();
+        if (fold == null) {
+            return;
+        }
         synchronized (fold) {
             fold.apply(row);
         }

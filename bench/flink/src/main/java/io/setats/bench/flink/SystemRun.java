@@ -105,8 +105,12 @@ public final class SystemRun {
             // the last one's figures are the phase's.
             Map<String, String> fold = null;
             ArrayNode reads = out.putArray("reads");
+            foldedRows = -1; // the warm-up's read folded another table
             for (String shape : readShapes()) {
-                fold = read(table, shape);
+                Map<String, String> f = shape.equals("count") ? readCount(table) : read(table, shape);
+                if (f != null) {
+                    fold = f;
+                }
                 reads.addObject().put("shape", shape).put("rows_per_s", out.get("read_rows_per_s").asDouble())
                         .put("jvm_cpu_s", out.get("read_jvm_cpu_s").asDouble()).put("gateway_cpu_s", out.get("read_gateway_cpu_s").asDouble())
                         .put("load_end", loadAverage());
@@ -393,13 +397,78 @@ public final class SystemRun {
         out.put("read_rows_after", st.rows());
         out.put("read_s", s);
         out.put("read_rows_per_s", rows / s);
+        foldedRows = st.rows();
         log("read (%s): %d changelog rows in %.2f s = %.0f rows/s from the first row; fold equals the expected table", shape, rows, s, rows / s);
         return folded;
     }
 
+    /** Changelog rows of this run's last folding read (all it received, after its 2 s settle); -1 before one. */
+    private long foldedRows = -1;
+
+    /**
+     * The read of {@code --read-shape count}: the same query, source and chained table sink as
+     * {@code rowdata}, whose subtasks only count the rows they receive. It stops at the row count
+     * of the folding read before it in this run ({@code foldedRows}: the rows whose fold equalled
+     * the expected table, so the changelog is checked on every run) and fails if that count is not
+     * reached within the read timeout or is exceeded in the 2 s after. Rate = rows / (the driver
+     * seeing the count, polled every 1 ms - first row). Without the fold in the task threads the
+     * figure is the source's, not the harness's (docs/bench-flink.md).
+     *
+     * @return null: this read folds nothing (the table check uses the folding read's fold)
+     */
+    private Map<String, String> readCount(String table) throws Exception {
+        if (foldedRows < 0) {
+            throw new IllegalArgumentException("--read-shape count must follow a folding shape, which gives the row count to read");
+        }
+        Env e = tableEnv(INGEST_CHECKPOINT_MS);
+        e.env.getConfig().enableObjectReuse();
+        Collector.State st = Collector.count();
+        String sink = "count_read";
+        e.t.executeSql("CREATE TEMPORARY TABLE " + sink + " (id STRING, dt STRING, name STRING, address STRING) WITH ("
+                + "'connector' = '" + FoldSinkFactory.IDENTIFIER + "', 'sink.parallelism' = '" + PARALLELISM + "')");
+        e.t.createStatementSet().addInsertSql("INSERT INTO " + sink + " " + cdcQuery(e.t, table, "earliest")).attachAsDataStream();
+        int vertices = e.env.getStreamGraph(false).getJobGraph().getNumberOfVertices();
+        out.put("read_shape", "count");
+        out.put("read_job_vertices", vertices);
+        Cpu cpu = new Cpu();
+        long start = System.nanoTime();
+        JobClient job = e.env.executeAsync("read " + arg("system"));
+        while (st.rows() < foldedRows) {
+            JobStatus status = job.getJobStatus().get();
+            if (status.isGloballyTerminalState()) {
+                job.getJobExecutionResult().get();
+                throw new IllegalStateException("counting reader job ended (" + status + ") after " + st.rows() + " of " + foldedRows + " rows");
+            }
+            if (System.nanoTime() - start > TimeUnit.MILLISECONDS.toNanos(READ_TIMEOUT_MS)) {
+                throw new IllegalStateException(String.format("COUNT MISMATCH %s: after %d s the counting read has %d of the folding read's %d rows",
+                        arg("system"), READ_TIMEOUT_MS / 1000, st.rows(), foldedRows));
+            }
+            Thread.sleep(1);
+        }
+        st.countDone(System.nanoTime());
+        double s = (st.doneNanos() - st.firstNanos()) / 1e9;
+        out.put("read_s_from_submit", (st.doneNanos() - start) / 1e9);
+        cpu.put("read");
+        Thread.sleep(2000);
+        job.cancel().get(60, TimeUnit.SECONDS);
+        if (st.rows() != foldedRows) {
+            throw new IllegalStateException(String.format("COUNT MISMATCH %s: the counting read received %d rows, the folding read %d",
+                    arg("system"), st.rows(), foldedRows));
+        }
+        out.put("read_rows", foldedRows);
+        out.put("read_rows_after", st.rows());
+        out.put("read_s", s);
+        out.put("read_rows_per_s", foldedRows / s);
+        log("read (count): %d changelog rows in %.2f s = %.0f rows/s from the first row; %d job vertices (the folding read's count)",
+                foldedRows, s, foldedRows / s, vertices);
+        return null;
+    }
+
     /**
      * The reader jobs' shapes ({@code --read-shape}, a comma-separated list: the read phase runs
-     * once per entry, the table check and freshness use the last): {@code rowdata} (default) is
+     * once per entry, the last entry's rate is the figure, the table check and freshness use the
+     * last folding entry; default {@code rowdata,count}): {@code count} counts the rows only and
+     * must follow a folding entry ({@link #readCount}); {@code rowdata} is
      * the query inserted into a {@code 'bench-fold'} table sink ({@link FoldSinkFactory}) that
      * folds the planner's {@code RowData} itself ({@link DenseFold}: no conversion to {@code Row},
      * no strings per row), chained to the source at its parallelism with object reuse (the
@@ -412,7 +481,7 @@ public final class SystemRun {
      * subtask, for both systems), so the figure measures the source; {@code single} is the shape of
      * earlier runs, one collector subtask behind a network edge from both source subtasks.
      */
-    private static final java.util.List<String> SHAPES = Arrays.asList("single", "chained", "chained-reuse", "rowdata");
+    private static final java.util.List<String> SHAPES = Arrays.asList("single", "chained", "chained-reuse", "rowdata", "count");
 
     /** Collector subtasks of a reader job of {@code shape}; object reuse on for {@code chained-reuse} and {@code rowdata}. */
     private static int collectorSubtasks(Env e, String shape) {
@@ -423,7 +492,7 @@ public final class SystemRun {
     }
 
     private String[] readShapes() {
-        String[] shapes = args.getOrDefault("read-shape", "rowdata").split(",");
+        String[] shapes = args.getOrDefault("read-shape", "rowdata,count").split(",");
         for (int i = 0; i < shapes.length; i++) {
             shapes[i] = shapes[i].trim();
             if (!SHAPES.contains(shapes[i])) {
@@ -433,10 +502,18 @@ public final class SystemRun {
         return shapes;
     }
 
-    /** The shape of the table check and the freshness reader: the last of {@link #readShapes()}. */
+    /**
+     * The shape of the table check and the freshness reader: the last folding entry of {@link
+     * #readShapes()} ({@code count} folds nothing), {@code rowdata} if there is none.
+     */
     private String readShape() {
         String[] shapes = readShapes();
-        return shapes[shapes.length - 1];
+        for (int i = shapes.length - 1; i >= 0; i--) {
+            if (!shapes[i].equals("count")) {
+                return shapes[i];
+            }
+        }
+        return "rowdata";
     }
 
     /**
