@@ -120,7 +120,7 @@ ins=$(count '+I'); ub=$(count '-U'); ua=$(count '+U'); del=$(count '-D')
 total=$((ins + ub + ua + del))
 echo
 echo "demo changelog: $total rows: $ins +I, $ub -U, $ua +U, $del -D (expected $DEMO_ROWS +I, $DEMO_UPDATES -U, $DEMO_UPDATES +U)"
-echo "demo took $(( $(now_ms) - t0 )) ms from the write job's start; files in .demo/ (gateway.log, write.log, update.log, cdc.log, changelog.txt)"
+echo "demo took $(( $(now_ms) - t0 )) ms from the write job's start; files in .demo/ (gateway.log, write.log, write.out, update.log, update.out, cdc.log, changelog.txt)"
 if [ "$ins" -ne "$DEMO_ROWS" ] || [ "$ub" -ne "$DEMO_UPDATES" ] || [ "$ua" -ne "$DEMO_UPDATES" ] || [ "$del" -ne 0 ]; then
   die "the changelog does not have the expected rows"
 fi

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/flight"
@@ -30,6 +31,8 @@ The table binlog functions (SPEC section 8), a thin Arrow Flight client of the g
 binlog-* actions. Human-readable tables by default, JSON with --json.
 
 commands:
+  acquire-slot         take a slot for a job (--slot, --owner), creating it when absent; run again, it
+                       renews the ownership lease (--lease, default the gateway's 60 s; --reset)
   sync-point           a slot's sync points per bucket and each bucket's latest offset (--slot, --checkpoint)
   register-sync-point  register sync points of a slot (--slot, --points 'bucket:offset,...' or 'partition/bucket:offset', --checkpoint, --owner)
   changes              changelog rows of one bucket in an offset range (--bucket, --partition, --from, --to)
@@ -56,7 +59,9 @@ func binlogCmd(args []string, stdout, stderr io.Writer) int {
 	slot := fs.String("slot", "", "slot name")
 	asJSON := fs.Bool("json", false, "print JSON instead of a table")
 	checkpoint := fs.Bool("checkpoint", sub == "sync-point" || sub == "register-sync-point", "checkpoint sync points (false: running ones)")
-	owner := fs.String("owner", "", "register-sync-point: the owning job id (empty: an operator's point)")
+	owner := fs.String("owner", "", "acquire-slot: the job id that owns the slot (required); register-sync-point: the owning job id (empty: an operator's point)")
+	lease := fs.Duration("lease", 0, "acquire-slot: how long the owner holds the slot, a Go duration (0: the gateway's 60 s); acquire again to renew")
+	reset := fs.Bool("reset", false, "acquire-slot: start an expired or lost slot over (active, no sync points), as startup.mode = 'initial' does")
 	points := fs.String("points", "", "register-sync-point: comma list of bucket:offset (partition/bucket:offset for a partitioned table)")
 	bucket := fs.Int("bucket", 0, "changes: the bucket")
 	partition := fs.String("partition", "", "changes: the partition name")
@@ -72,9 +77,28 @@ func binlogCmd(args []string, stdout, stderr io.Writer) int {
 		}
 		return 2
 	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "setats binlog %s: unexpected arguments %q\n", sub, fs.Args())
+		return 2
+	}
 	if *table == "" {
 		fmt.Fprintf(stderr, "setats binlog %s: --table db.table is required\n", sub)
 		return 2
+	}
+	switch sub {
+	case "acquire-slot", "sync-point", "register-sync-point", "drop-slot":
+		if *slot == "" {
+			fmt.Fprintf(stderr, "setats binlog %s: --slot is required\n", sub)
+			return 2
+		}
+	}
+	var leaseMs int64
+	if sub == "acquire-slot" {
+		var err error
+		if leaseMs, err = acquireArgs(*owner, *lease); err != nil {
+			fmt.Fprintf(stderr, "setats binlog %s: %v\n", sub, err)
+			return 2
+		}
 	}
 	db, tbl := "default", *table
 	if i := strings.IndexByte(*table, '.'); i >= 0 {
@@ -104,26 +128,17 @@ func binlogCmd(args []string, stdout, stderr io.Writer) int {
 		}
 		return 1
 	}
-	needSlot := func() bool {
-		if *slot == "" {
-			fmt.Fprintf(stderr, "setats binlog %s: --slot is required\n", sub)
-			return false
-		}
-		return true
-	}
 	sreq := &setatspb.SlotRequest{Database: db, Table: tbl, Slot: *slot, Checkpoint: *checkpoint}
 	var res proto.Message
 	switch sub {
+	case "acquire-slot":
+		out := &setatspb.SlotInfo{}
+		err, res = doAction(ctx, c, "binlog-acquire-slot", &setatspb.AcquireSlotRequest{Database: db, Table: tbl,
+			Slot: *slot, Owner: *owner, Reset_: *reset, LeaseMs: leaseMs}, out), out
 	case "sync-point":
-		if !needSlot() {
-			return 2
-		}
 		out := &setatspb.SyncPointResponse{}
 		err, res = doAction(ctx, c, "binlog-sync-point", sreq, out), out
 	case "register-sync-point":
-		if !needSlot() {
-			return 2
-		}
 		pts, perr := parsePoints(*points)
 		if perr != nil {
 			fmt.Fprintf(stderr, "setats binlog %s: --points: %v\n", sub, perr)
@@ -142,9 +157,6 @@ func binlogCmd(args []string, stdout, stderr io.Writer) int {
 		out := &setatspb.ListSlotsResponse{}
 		err, res = doAction(ctx, c, "binlog-slots", sreq, out), out
 	case "drop-slot":
-		if !needSlot() {
-			return 2
-		}
 		err, res = doAction(ctx, c, "binlog-drop-slot", sreq, &setatspb.Empty{}), &setatspb.Empty{}
 	case "changes":
 		tk := &setatspb.ChangelogTicket{Database: db, Table: tbl, Partition: *partition, Bucket: int32(*bucket),
@@ -195,6 +207,22 @@ func doAction(ctx context.Context, c flight.Client, typ string, req, res proto.M
 		}
 	}
 	return proto.Unmarshal(r.GetBody(), res)
+}
+
+// acquireArgs checks the flags of acquire-slot and returns the lease in ms (0: the gateway's
+// default): the owner is a job id, printed in tables and errors, so it is required and has no
+// control characters; the lease is 0 or at least 1 ms.
+func acquireArgs(owner string, lease time.Duration) (int64, error) {
+	if owner == "" {
+		return 0, errors.New("--owner is required: the job id that owns the slot")
+	}
+	if strings.IndexFunc(owner, unicode.IsControl) >= 0 {
+		return 0, fmt.Errorf("--owner %q: a job id has no control characters", owner)
+	}
+	if lease < 0 || (lease > 0 && lease < time.Millisecond) {
+		return 0, fmt.Errorf("--lease %s: want 0 (the gateway's 60 s) or a duration of at least 1ms", lease)
+	}
+	return lease.Milliseconds(), nil
 }
 
 // parsePoints parses "b:off,b:off" or "part/b:off" (the last "/" separates the bucket).
@@ -283,6 +311,13 @@ func printHuman(w io.Writer, sub, slot string, res proto.Message) {
 				fmtMs(s.GetCreatedAtMs()), fmtMs(s.GetUpdatedAtMs()), fmtMs(s.GetExpiresAtMs()), s.GetReason())
 		}
 	case *setatspb.SlotInfo:
+		if sub == "acquire-slot" {
+			fmt.Fprintf(tw, "slot\tstatus\towner\tlease_until\tcreated\tbuckets\tcreated_at\tupdated_at\texpires_at\n")
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\t%d\t%s\t%s\t%s\n", r.GetName(), statusWord(r.GetStatus()), r.GetOwner(),
+				fmtMs(r.GetOwnerLeaseUntilMs()), r.GetCreated(), len(r.GetBuckets()), fmtMs(r.GetCreatedAtMs()),
+				fmtMs(r.GetUpdatedAtMs()), fmtMs(r.GetExpiresAtMs()))
+			return
+		}
 		fmt.Fprintf(tw, "partition\tbucket\tcheckpoint_offset\trunning_offset\n")
 		for _, b := range r.GetBuckets() {
 			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\n", partWord(b.GetPartition()), b.GetBucket(), b.GetCheckpointOffset(), b.GetRunningOffset())

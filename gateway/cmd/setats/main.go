@@ -33,7 +33,8 @@ const usage = `usage: setats <command> [flags]
 commands:
   serve                start a gateway (Arrow Flight, admin HTTP, NATS); 'setats serve -h' lists the flags
   user hash-password   read a password on stdin (one line) and print its bcrypt hash for --users-file
-  binlog <command>     table binlog functions: sync-point, register-sync-point, changes, consumed, progress, slots, drop-slot
+  binlog <command>     table binlog functions: acquire-slot, sync-point, register-sync-point, changes, consumed,
+                       progress, slots, drop-slot ('setats binlog -h')
   subscription         create, list, describe, drop subscription channels and consumer groups
                        ('setats subscription -h')
   version              print the version
