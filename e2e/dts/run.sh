@@ -229,7 +229,7 @@ cat <<EOF >&2
 dts e2e figures (load average $(cut -d' ' -f1-3 /proc/loadavg)):
   full load        $ACCOUNTS rows PostgreSQL -> Flink JDBC scan -> setats in $load_ms ms including JVM and planner start-up
   pgbench          $BENCH_TX transactions at -R $RATE in $bench_ms ms (gateway killed and restarted during it), then 3 deterministic ones
-  capture          $records channel records ($((TX * 5)) changes + BEGIN/COMMIT/HEARTBEAT) for $bench_ms ms of pgbench
+  capture          $records channel records for $TX transactions of $bench_ms ms of pgbench and after (each: BEGIN, the pgbench_accounts UPDATE and the pgbench_history INSERT, COMMIT: $((TX * 4)) records; + HEARTBEATs)
   SQL job          $(grep -c '\[' "$WORK/accounts.out" || true) rows in $sql_ms ms including JVM and planner start-up
   streaming job    $(grep -c '\[' "$WORK/stream.out" || true) changelog rows (expected $STREAM_ROWS: $ACCOUNTS +I, $TX_NONZERO -U/+U pairs) in $stream_ms ms including JVM, planner start-up and 3 s grace
   whole run        $(( $(now_ms) - e2e_t0 )) ms
