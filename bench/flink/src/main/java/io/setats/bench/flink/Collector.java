@@ -9,6 +9,7 @@ import java.time.Instant;
 import java.util.Arrays;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.Function;
 import java.util.function.ToLongFunction;
@@ -45,6 +46,11 @@ public final class Collector extends RichSinkFunction<Row> {
          */
         final LongAdder rows = new LongAdder();
         final AtomicLong firstNanos = new AtomicLong();
+        /**
+         * Counting reads only ({@link #count}), per collector subtask: System.nanoTime() of its
+         * first row, of its last row (taken every 256th row and at the first), and its rows.
+         */
+        AtomicLongArray subtaskFirstNanos, subtaskLastNanos, subtaskRows;
         final AtomicLong doneNanos = new AtomicLong();
 
         State(ChangelogFold[] folds, AtomicLong mismatches, Percentiles latency, String freshPrefix, long freshFrom) {
@@ -164,11 +170,15 @@ public final class Collector extends RichSinkFunction<Row> {
     }
 
     /**
-     * Starts counting the rows of a reader job that only counts ({@code --read-shape count}): no
-     * fold, {@link State#doneNanos()} is set by the driver ({@link State#countDone}).
+     * Starts counting the rows of a reader job that only counts ({@code --read-shape count}) with
+     * {@code subtasks} collector subtasks: no fold, {@link State#doneNanos()} is set by the driver
+     * ({@link State#countDone}).
      */
-    static State count() {
+    static State count(int subtasks) {
         state = new State(null, null, null, null, 0);
+        state.subtaskFirstNanos = new AtomicLongArray(subtasks);
+        state.subtaskLastNanos = new AtomicLongArray(subtasks);
+        state.subtaskRows = new AtomicLongArray(subtasks);
         return state;
     }
 

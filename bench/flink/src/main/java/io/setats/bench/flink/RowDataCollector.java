@@ -16,12 +16,16 @@ final class RowDataCollector extends RichSinkFunction<RowData> {
 
     private transient Collector.State mine;
     private transient DenseFold fold;
+    /** Counting reads: this subtask's index and rows; its first and (every 256th) last row time. */
+    private transient int subtask;
+    private transient long rows;
 
     @Override
     public void open(Configuration parameters) {
         mine = Collector.current();
+        subtask = getRuntimeContext().getTaskInfo().getIndexOfThisSubtask();
         if (mine.folds != null) {
-            fold = (DenseFold) mine.fold(getRuntimeContext().getTaskInfo().getIndexOfThisSubtask());
+            fold = (DenseFold) mine.fold(subtask);
         }
     }
 
@@ -29,6 +33,12 @@ final class RowDataCollector extends RichSinkFunction<RowData> {
     public void invoke(RowData row, Context ctx) {
         mine.arrived();
         if (fold == null) {
+            if ((rows++ & 255) == 0) {
+                long now = System.nanoTime();
+                mine.subtaskFirstNanos.compareAndSet(subtask, 0, now);
+                mine.subtaskLastNanos.set(subtask, now);
+            }
+            mine.subtaskRows.lazySet(subtask, rows);
             return;
         }
         synchronized (fold) {

@@ -422,7 +422,7 @@ public final class SystemRun {
         }
         Env e = tableEnv(INGEST_CHECKPOINT_MS);
         e.env.getConfig().enableObjectReuse();
-        Collector.State st = Collector.count();
+        Collector.State st = Collector.count(PARALLELISM);
         String sink = "count_read";
         e.t.executeSql("CREATE TEMPORARY TABLE " + sink + " (id STRING, dt STRING, name STRING, address STRING) WITH ("
                 + "'connector' = '" + FoldSinkFactory.IDENTIFIER + "', 'sink.parallelism' = '" + PARALLELISM + "')");
@@ -459,8 +459,17 @@ public final class SystemRun {
         out.put("read_rows_after", st.rows());
         out.put("read_s", s);
         out.put("read_rows_per_s", foldedRows / s);
-        log("read (count): %d changelog rows in %.2f s = %.0f rows/s from the first row; %d job vertices (the folding read's count)",
-                foldedRows, s, foldedRows / s, vertices);
+        StringBuilder subtasks = new StringBuilder();
+        ArrayNode per = out.putArray("read_subtasks");
+        for (int i = 0; i < PARALLELISM; i++) {
+            double first = (st.subtaskFirstNanos.get(i) - st.firstNanos()) / 1e6;
+            double last = (st.subtaskLastNanos.get(i) - st.firstNanos()) / 1e6;
+            long n = st.subtaskRows.get(i);
+            per.addObject().put("first_ms", first).put("last_ms", last).put("rows", n);
+            subtasks.append(String.format("; subtask %d: %d rows, first +%.0f ms, last +%.0f ms", i, n, first, last));
+        }
+        log("read (count): %d changelog rows in %.2f s = %.0f rows/s from the first row; %d job vertices (the folding read's count)%s",
+                foldedRows, s, foldedRows / s, vertices, subtasks);
         return null;
     }
 
