@@ -259,8 +259,7 @@ public final class SetatsSink<IN>
      */
     static boolean lowersShuffleBufferTimeout(Transformation<?> t, long jobDefaultMs, long limitMs) {
         return limitMs >= 0
-                && jobDefaultMs >= 0
-                && jobDefaultMs > limitMs
+                && jobDefaultMs > limitMs // also false when the job's is -1
                 && t.getBufferTimeout() < 0
                 && t instanceof PhysicalTransformation;
     }

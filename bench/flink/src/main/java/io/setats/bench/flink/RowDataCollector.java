@@ -9,7 +9,7 @@ import org.apache.flink.table.data.RowData;
  * to a table sink ({@link FoldSinkFactory}, {@code 'connector' = 'bench-fold'}): no conversion to
  * {@code Row}, no strings per row ({@link DenseFold}). Same state, clock and mismatch counter as
  * {@link Collector}'s fold; one {@link DenseFold} per subtask, chained to the source at its
- * parallelism. In a counting read ({@link Collector#count()}) it counts the rows and folds none.
+ * parallelism. In a counting read ({@link Collector#count(int)}) it counts the rows and folds none.
  */
 final class RowDataCollector extends RichSinkFunction<RowData> {
     private static final long serialVersionUID = 1L;

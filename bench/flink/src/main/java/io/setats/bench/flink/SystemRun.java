@@ -107,7 +107,7 @@ public final class SystemRun {
             ArrayNode reads = out.putArray("reads");
             foldedRows = -1; // the warm-up's read folded another table
             for (String shape : readShapes()) {
-                Map<String, String> f = shape.equals("count") ? readCount(table) : read(table, shape);
+                Map<String, String> f = read(table, shape);
                 if (f != null) {
                     fold = f;
                 }
@@ -369,20 +369,48 @@ public final class SystemRun {
     // ---------------------------------------------------------------------------------------
     // (2) read the changelog from the start
 
+    /**
+     * One read of the table's changelog from the start in {@code shape}. A folding shape runs until
+     * the fold equals the expected table and returns the fold. {@code count} (the same query,
+     * source and chained {@code bench-fold} sink as {@code rowdata}, whose subtasks only count the
+     * rows they receive) runs until the row count of the folding read before it in this run
+     * ({@code foldedRows}: so the changelog is checked on every run), fails if that count is not
+     * reached within the read timeout or is exceeded in the 2 s after, and returns null (the table
+     * check uses the folding read's fold). Without the fold in the task threads the figure is the
+     * source's, not the harness's (docs/bench-flink.md). Rate = rows / (done - first row), where
+     * done is the fold's match, or the driver seeing the count (polled every 1 ms).
+     */
     private Map<String, String> read(String table, String shape) throws Exception {
+        boolean counting = shape.equals("count");
+        if (counting && foldedRows < 0) {
+            throw new IllegalArgumentException("--read-shape count must follow a folding shape, which gives the row count to read");
+        }
         Env e = tableEnv(INGEST_CHECKPOINT_MS);
         StreamTableEnvironment t = e.t;
         Collector.State st = collect(e, cdcQuery(t, table, "earliest"), "read", shape);
         Cpu cpu = new Cpu();
         long start = System.nanoTime();
         JobClient job = e.env.executeAsync("read " + arg("system"));
-        long rows = awaitFold(job, st, start);
+        long rows = awaitDone(job, st, start, counting ? foldedRows : -1);
         double s = (st.doneNanos() - st.firstNanos()) / 1e9;
         out.put("read_s_from_submit", (st.doneNanos() - start) / 1e9);
         cpu.put("read");
-        // Anything after the fold matched must not change it.
+        // Anything after the fold matched must not change it, nor add to the count.
         Thread.sleep(2000);
         job.cancel().get(60, TimeUnit.SECONDS);
+        out.put("read_rows", rows);
+        out.put("read_rows_after", st.rows());
+        out.put("read_s", s);
+        out.put("read_rows_per_s", rows / s);
+        if (counting) {
+            if (st.rows() != foldedRows) {
+                throw new IllegalStateException(String.format("COUNT MISMATCH %s: the counting read received %d rows, the folding read %d",
+                        arg("system"), st.rows(), foldedRows));
+            }
+            log("read (count): %d changelog rows in %.2f s = %.0f rows/s from the first row (the folding read's count)%s",
+                    rows, s, rows / s, subtaskTimes(st));
+            return null;
+        }
         Map<String, String> folded = st.merged();
         if (st.mismatches() != 0 || st.retractOfAbsent() != 0) {
             throw new IllegalStateException(String.format(
@@ -393,10 +421,6 @@ public final class SystemRun {
             throw new IllegalStateException(String.format("Setats changelog has %d rows, expected %d (+I per key, -U/+U per update)",
                     st.rows(), workload.setatsChangelogRows()));
         }
-        out.put("read_rows", rows);
-        out.put("read_rows_after", st.rows());
-        out.put("read_s", s);
-        out.put("read_rows_per_s", rows / s);
         foldedRows = st.rows();
         log("read (%s): %d changelog rows in %.2f s = %.0f rows/s from the first row; fold equals the expected table", shape, rows, s, rows / s);
         return folded;
@@ -406,78 +430,27 @@ public final class SystemRun {
     private long foldedRows = -1;
 
     /**
-     * The read of {@code --read-shape count}: the same query, source and chained table sink as
-     * {@code rowdata}, whose subtasks only count the rows they receive. It stops at the row count
-     * of the folding read before it in this run ({@code foldedRows}: the rows whose fold equalled
-     * the expected table, so the changelog is checked on every run) and fails if that count is not
-     * reached within the read timeout or is exceeded in the 2 s after. Rate = rows / (the driver
-     * seeing the count, polled every 1 ms - first row). Without the fold in the task threads the
-     * figure is the source's, not the harness's (docs/bench-flink.md).
-     *
-     * @return null: this read folds nothing (the table check uses the folding read's fold)
+     * A counting read's rows and first/last row times (ms after the read's first row) per
+     * collector subtask, into the JSON ({@code read_subtasks}) and as the log line's tail.
      */
-    private Map<String, String> readCount(String table) throws Exception {
-        if (foldedRows < 0) {
-            throw new IllegalArgumentException("--read-shape count must follow a folding shape, which gives the row count to read");
-        }
-        Env e = tableEnv(INGEST_CHECKPOINT_MS);
-        e.env.getConfig().enableObjectReuse();
-        Collector.State st = Collector.count(PARALLELISM);
-        String sink = "count_read";
-        e.t.executeSql("CREATE TEMPORARY TABLE " + sink + " (id STRING, dt STRING, name STRING, address STRING) WITH ("
-                + "'connector' = '" + FoldSinkFactory.IDENTIFIER + "', 'sink.parallelism' = '" + PARALLELISM + "')");
-        e.t.createStatementSet().addInsertSql("INSERT INTO " + sink + " " + cdcQuery(e.t, table, "earliest")).attachAsDataStream();
-        int vertices = e.env.getStreamGraph(false).getJobGraph().getNumberOfVertices();
-        out.put("read_shape", "count");
-        out.put("read_job_vertices", vertices);
-        Cpu cpu = new Cpu();
-        long start = System.nanoTime();
-        JobClient job = e.env.executeAsync("read " + arg("system"));
-        while (st.rows() < foldedRows) {
-            JobStatus status = job.getJobStatus().get();
-            if (status.isGloballyTerminalState()) {
-                job.getJobExecutionResult().get();
-                throw new IllegalStateException("counting reader job ended (" + status + ") after " + st.rows() + " of " + foldedRows + " rows");
-            }
-            if (System.nanoTime() - start > TimeUnit.MILLISECONDS.toNanos(READ_TIMEOUT_MS)) {
-                throw new IllegalStateException(String.format("COUNT MISMATCH %s: after %d s the counting read has %d of the folding read's %d rows",
-                        arg("system"), READ_TIMEOUT_MS / 1000, st.rows(), foldedRows));
-            }
-            Thread.sleep(1);
-        }
-        st.countDone(System.nanoTime());
-        double s = (st.doneNanos() - st.firstNanos()) / 1e9;
-        out.put("read_s_from_submit", (st.doneNanos() - start) / 1e9);
-        cpu.put("read");
-        Thread.sleep(2000);
-        job.cancel().get(60, TimeUnit.SECONDS);
-        if (st.rows() != foldedRows) {
-            throw new IllegalStateException(String.format("COUNT MISMATCH %s: the counting read received %d rows, the folding read %d",
-                    arg("system"), st.rows(), foldedRows));
-        }
-        out.put("read_rows", foldedRows);
-        out.put("read_rows_after", st.rows());
-        out.put("read_s", s);
-        out.put("read_rows_per_s", foldedRows / s);
-        StringBuilder subtasks = new StringBuilder();
+    private String subtaskTimes(Collector.State st) {
+        StringBuilder line = new StringBuilder();
         ArrayNode per = out.putArray("read_subtasks");
-        for (int i = 0; i < PARALLELISM; i++) {
+        for (int i = 0; i < st.subtaskRows.length(); i++) {
             double first = (st.subtaskFirstNanos.get(i) - st.firstNanos()) / 1e6;
             double last = (st.subtaskLastNanos.get(i) - st.firstNanos()) / 1e6;
             long n = st.subtaskRows.get(i);
             per.addObject().put("first_ms", first).put("last_ms", last).put("rows", n);
-            subtasks.append(String.format("; subtask %d: %d rows, first +%.0f ms, last +%.0f ms", i, n, first, last));
+            line.append(String.format("; subtask %d: %d rows, first +%.0f ms, last +%.0f ms", i, n, first, last));
         }
-        log("read (count): %d changelog rows in %.2f s = %.0f rows/s from the first row; %d job vertices (the folding read's count)%s",
-                foldedRows, s, foldedRows / s, vertices, subtasks);
-        return null;
+        return line.toString();
     }
 
     /**
      * The reader jobs' shapes ({@code --read-shape}, a comma-separated list: the read phase runs
      * once per entry, the last entry's rate is the figure, the table check and freshness use the
      * last folding entry; default {@code rowdata,count}): {@code count} counts the rows only and
-     * must follow a folding entry ({@link #readCount}); {@code rowdata} is
+     * must follow a folding entry ({@link #read}); {@code rowdata} is
      * the query inserted into a {@code 'bench-fold'} table sink ({@link FoldSinkFactory}) that
      * folds the planner's {@code RowData} itself ({@link DenseFold}: no conversion to {@code Row},
      * no strings per row), chained to the source at its parallelism with object reuse (the
@@ -492,9 +465,9 @@ public final class SystemRun {
      */
     private static final java.util.List<String> SHAPES = Arrays.asList("single", "chained", "chained-reuse", "rowdata", "count");
 
-    /** Collector subtasks of a reader job of {@code shape}; object reuse on for {@code chained-reuse} and {@code rowdata}. */
+    /** Collector subtasks of a reader job of {@code shape}; object reuse on for {@code chained-reuse}, {@code rowdata} and {@code count}. */
     private static int collectorSubtasks(Env e, String shape) {
-        if (shape.equals("chained-reuse") || shape.equals("rowdata")) {
+        if (shape.equals("chained-reuse") || shape.equals("rowdata") || shape.equals("count")) {
             e.env.getConfig().enableObjectReuse();
         }
         return shape.equals("single") ? 1 : PARALLELISM;
@@ -532,9 +505,9 @@ public final class SystemRun {
     private Collector.State collect(Env e, String query, String phase, String shape) {
         int subtasks = collectorSubtasks(e, shape);
         Collector.State st;
-        if (shape.equals("rowdata")) {
-            st = Collector.denseFold(workload, subtasks);
-            String sink = "fold_" + phase;
+        if (shape.equals("rowdata") || shape.equals("count")) {
+            st = shape.equals("count") ? Collector.count(subtasks) : Collector.denseFold(workload, subtasks);
+            String sink = (shape.equals("count") ? "count_" : "fold_") + phase;
             e.t.executeSql("CREATE TEMPORARY TABLE " + sink + " (id STRING, dt STRING, name STRING, address STRING) WITH ("
                     + "'connector' = '" + FoldSinkFactory.IDENTIFIER + "', 'sink.parallelism' = '" + subtasks + "')");
             e.t.createStatementSet().addInsertSql("INSERT INTO " + sink + " " + query).attachAsDataStream();
@@ -549,30 +522,46 @@ public final class SystemRun {
         return st;
     }
 
-    private long awaitFold(JobClient job, Collector.State st, long start) throws Exception {
+    /**
+     * Waits until the reader job is done and returns the rows it counts: the fold's match (rows
+     * the folds applied), or, with {@code countTo >= 0}, {@code countTo} rows received (noted as
+     * done by this thread, polling every 1 ms). Fails when the job ends first or the read timeout
+     * passes.
+     */
+    private long awaitDone(JobClient job, Collector.State st, long start, long countTo) throws Exception {
+        boolean counting = countTo >= 0;
         long lastRows = -1;
         long lastLog = System.nanoTime();
         while (true) {
-            if (st.doneNanos() != 0) {
+            if (counting && st.rows() >= countTo) {
+                st.countDone(System.nanoTime());
+                return countTo;
+            }
+            if (!counting && st.doneNanos() != 0) {
                 return st.applied();
             }
             JobStatus status = job.getJobStatus().get();
             if (status.isGloballyTerminalState()) {
                 job.getJobExecutionResult().get();
-                throw new IllegalStateException("reader job ended (" + status + ") before the fold matched: " + st.mismatches() + " keys differ");
+                throw new IllegalStateException(counting
+                        ? "counting reader job ended (" + status + ") after " + st.rows() + " of " + countTo + " rows"
+                        : "reader job ended (" + status + ") before the fold matched: " + st.mismatches() + " keys differ");
             }
             if (System.nanoTime() - start > TimeUnit.MILLISECONDS.toNanos(READ_TIMEOUT_MS)) {
-                throw new IllegalStateException(String.format("FOLD MISMATCH %s: after %d s the fold of %d changelog rows still differs in %d keys",
-                        arg("system"), READ_TIMEOUT_MS / 1000, st.rows(), st.mismatches()));
+                throw new IllegalStateException(counting
+                        ? String.format("COUNT MISMATCH %s: after %d s the counting read has %d of the folding read's %d rows",
+                                arg("system"), READ_TIMEOUT_MS / 1000, st.rows(), countTo)
+                        : String.format("FOLD MISMATCH %s: after %d s the fold of %d changelog rows still differs in %d keys",
+                                arg("system"), READ_TIMEOUT_MS / 1000, st.rows(), st.mismatches()));
             }
-            if (System.nanoTime() - lastLog > 10e9) {
+            if (!counting && System.nanoTime() - lastLog > 10e9) {
                 lastLog = System.nanoTime();
                 if (st.rows() == lastRows) {
                     log("read: %d rows, %d keys differ (no progress for 10 s)", st.rows(), st.mismatches());
                 }
                 lastRows = st.rows();
             }
-            Thread.sleep(10);
+            Thread.sleep(counting ? 1 : 10);
         }
     }
 
@@ -588,7 +577,7 @@ public final class SystemRun {
             Collector.State st = collect(e, cdcQuery(t, table, "initial"), "table", readShape());
             JobClient job = e.env.executeAsync("table " + arg("system"));
             try {
-                awaitFold(job, st, System.nanoTime());
+                awaitDone(job, st, System.nanoTime(), -1);
                 Thread.sleep(2000);
             } finally {
                 job.cancel().get(60, TimeUnit.SECONDS);
