@@ -276,3 +276,41 @@ func kindName(err error) string {
 	}
 	return "other"
 }
+
+// TestHostileOwnersAreRefused: an owner (job id) a client sends is stored in the slot's record and
+// printed in tables and messages, so Acquire and Register refuse one with control characters or
+// over MaxOwnerBytes (InvalidArgument, naming it quoted and truncated), and leave the slot as it
+// was; the owner at the limit is taken.
+func TestHostileOwnersAreRefused(t *testing.T) {
+	h, err := newHarness(t.TempDir(), 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.close()
+	for _, c := range []struct {
+		name, owner, want string
+	}{
+		{"terminal escape", "job\x1b[2J", `owner (job id) "job\x1b[2J": a job id has no control characters`},
+		{"newline", "job\nforged line", `owner (job id) "job\nforged line": a job id has no control characters`},
+		{"too long", strings.Repeat("j", MaxOwnerBytes+1), "a job id has at most 256 bytes, not 257"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for _, call := range []func() error{
+				func() error { _, _, err := h.slots.Acquire("s", c.owner, false, 0); return err },
+				func() error { _, err := h.slots.Register("s", c.owner, nil, true); return err },
+			} {
+				err := call()
+				if kindName(err) != "InvalidArgument" || !strings.Contains(err.Error(), c.want) ||
+					!strings.Contains(err.Error(), `slot "s"`) || len(err.Error()) > 400 {
+					t.Fatalf("got %v (%s), want InvalidArgument naming slot \"s\" and %q, short", err, kindName(err), c.want)
+				}
+			}
+		})
+	}
+	if _, ok, err := h.slots.load("s", h.now); err != nil || ok {
+		t.Fatalf("slot s after the refusals: exists %v, err %v; want none", ok, err)
+	}
+	if _, created, err := h.slots.Acquire("s", strings.Repeat("j", MaxOwnerBytes), false, 0); err != nil || !created {
+		t.Fatalf("owner of %d bytes: created %v, err %v", MaxOwnerBytes, created, err)
+	}
+}

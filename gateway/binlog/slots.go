@@ -14,12 +14,15 @@ package binlog
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"github.com/setats/setats/catalog"
 	"github.com/setats/setats/gateway/partname"
 	"github.com/setats/setats/gateway/store"
+	"github.com/setats/setats/internal/culprit"
 )
 
 // DefaultOwnerLeaseMs is how long a job owns a slot after its last acquire or registration when
@@ -140,6 +143,33 @@ func (s *Slots) ownedError(r *store.SlotRecord, owner string, now int64) error {
 		s.slotName(r.Name), r.Owner, time.UnixMilli(r.OwnerLeaseMs).UTC().Format(time.RFC3339), owner, r.Owner)
 }
 
+// MaxOwnerBytes is the longest owner (job id) a slot takes, in bytes: a Flink job id is 32 hex
+// digits; the owner is stored in the slot's record and named in errors and in `setats binlog`
+// tables.
+const MaxOwnerBytes = 256
+
+// ValidateOwner checks a non-empty owner (job id) a client sent: at most MaxOwnerBytes bytes and
+// no control characters (it is printed in tables and messages as it is). Error: ErrInvalid, saying
+// what is wrong and leaving naming the owner to the caller (ownerError, the CLI's --owner).
+func ValidateOwner(owner string) error {
+	if len(owner) > MaxOwnerBytes {
+		return errorf(ErrInvalid, "a job id has at most %d bytes, not %d", MaxOwnerBytes, len(owner))
+	}
+	if strings.IndexFunc(owner, unicode.IsControl) >= 0 {
+		return errorf(ErrInvalid, "a job id has no control characters")
+	}
+	return nil
+}
+
+// ownerError is ValidateOwner's refusal of owner for slot name, naming both (owner quoted and
+// truncated); nil when owner is valid.
+func (s *Slots) ownerError(name, owner string) error {
+	if err := ValidateOwner(owner); err != nil {
+		return fmt.Errorf("%s: owner (job id) %s: %w", s.slotName(name), culprit.Quote(owner), err)
+	}
+	return nil
+}
+
 // Acquire makes job owner the owner of slot name for leaseMs (<= 0: DefaultOwnerLeaseMs),
 // creating the slot when it does not exist, and returns its record: the checkpoint sync points
 // it holds are where a job without Flink state starts (SPEC section 9). Calling it again renews
@@ -153,6 +183,9 @@ func (s *Slots) Acquire(name, owner string, reset bool, leaseMs int64) (store.Sl
 	}
 	if owner == "" {
 		return store.SlotRecord{}, false, errorf(ErrInvalid, "%s: the owner (job id) is empty", s.slotName(name))
+	}
+	if err := s.ownerError(name, owner); err != nil {
+		return store.SlotRecord{}, false, err
 	}
 	if err := s.checkEnabled(name); err != nil {
 		return store.SlotRecord{}, false, err
@@ -216,6 +249,11 @@ func (s *Slots) Release(name, owner string) error {
 // offsets); a running point below the current one is ignored (it is raised to the checkpoint
 // point). Either all points are registered or none. It returns the record after the change.
 func (s *Slots) Register(name, owner string, points []Point, checkpoint bool) (store.SlotRecord, error) {
+	if owner != "" {
+		if err := s.ownerError(name, owner); err != nil {
+			return store.SlotRecord{}, err
+		}
+	}
 	if err := s.checkEnabled(name); err != nil {
 		return store.SlotRecord{}, err
 	}

@@ -13,7 +13,6 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
-	"unicode"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/flight"
@@ -22,6 +21,8 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/setats/setats/gateway/binlog"
+	"github.com/setats/setats/internal/culprit"
 	"github.com/setats/setats/proto/setatspb"
 )
 
@@ -210,14 +211,14 @@ func doAction(ctx context.Context, c flight.Client, typ string, req, res proto.M
 }
 
 // acquireArgs checks the flags of acquire-slot and returns the lease in ms (0: the gateway's
-// default): the owner is a job id, printed in tables and errors, so it is required and has no
-// control characters; the lease is 0 or at least 1 ms.
+// default): the owner is a job id, required and valid as the gateway checks it
+// (binlog.ValidateOwner); the lease is 0 or at least 1 ms.
 func acquireArgs(owner string, lease time.Duration) (int64, error) {
 	if owner == "" {
 		return 0, errors.New("--owner is required: the job id that owns the slot")
 	}
-	if strings.IndexFunc(owner, unicode.IsControl) >= 0 {
-		return 0, fmt.Errorf("--owner %q: a job id has no control characters", owner)
+	if err := binlog.ValidateOwner(owner); err != nil {
+		return 0, fmt.Errorf("--owner %s: %v", culprit.Quote(owner), err)
 	}
 	if lease < 0 || (lease > 0 && lease < time.Millisecond) {
 		return 0, fmt.Errorf("--lease %s: want 0 (the gateway's 60 s) or a duration of at least 1ms", lease)
