@@ -19,10 +19,11 @@ import (
 
 // TestDataDriven runs testdata/ (SPEC sections 8 and 9; binlog cases S1-S10 and the seed's orders
 // example at the gateway level; the split model of S7-S9 is in reader_model_test.go).
-// Every table has columns "id INT, v STRING" with primary key id. Commands:
+// Every table has columns "id INT, v STRING" with primary key id, or "id INT" alone with
+// cols=(id) (a case whose table is "id INT; pk=id"). Commands:
 //
-//	table [buckets=N] [option=value ...]       a new table (options as table options)
-//	write [at=MS]                              input: "KIND(id,'v') ..." one batch
+//	table [buckets=N] [cols=(id)] [option=value ...]   a new table (options as table options)
+//	write [at=MS]                              input: "KIND(id,'v') ..." (cols=(id): "KIND(id) ...") one batch
 //	clock ms=MS                                set the clock
 //	acquire slot=S owner=J [reset] [lease=MS]  Acquire
 //	release slot=S owner=J                     Release
@@ -67,16 +68,23 @@ func TestDataDriven(t *testing.T) {
 				}
 				opts := map[string]string{}
 				buckets := int32(1)
+				cols := idAndV
 				for _, a := range td.CmdArgs {
-					if a.Key == "buckets" {
+					switch a.Key {
+					case "buckets":
 						n, _ := strconv.Atoi(a.Vals[0])
 						buckets = int32(n)
-						continue
+					case "cols":
+						if strings.Join(a.Vals, ",") != "id" {
+							td.Fatalf(t, "cols=%v: only cols=(id) is known (the default is id, v)", a.Vals)
+						}
+						cols = idOnly
+					default:
+						opts[a.Key] = strings.Join(a.Vals, ",")
 					}
-					opts[a.Key] = strings.Join(a.Vals, ",")
 				}
 				var err error
-				h, err = newHarness(t.TempDir(), buckets, opts)
+				h, err = newTableHarness(t.TempDir(), buckets, opts, cols)
 				return errOr(err, "ok\n")
 			case "clock":
 				n, _ := strconv.ParseInt(arg("ms"), 10, 64)
@@ -202,10 +210,22 @@ type harness struct {
 	readers map[string]*modelReader
 }
 
+// The harness's table columns: "id INT, v STRING" (the default) or "id INT" alone (cols=(id)).
+var (
+	idAndV = []*setatspb.Column{{Name: "id", Type: "INT"}, {Name: "v", Type: "STRING"}}
+	idOnly = []*setatspb.Column{{Name: "id", Type: "INT"}}
+)
+
+// newHarness is newTableHarness for a table of "id INT, v STRING".
 func newHarness(dir string, buckets int32, opts map[string]string) (*harness, error) {
+	return newTableHarness(dir, buckets, opts, idAndV)
+}
+
+// newTableHarness opens table db.orders with the given columns (the first one "id INT", the
+// primary key), buckets and table options.
+func newTableHarness(dir string, buckets int32, opts map[string]string, cols []*setatspb.Column) (*harness, error) {
 	spec := &setatspb.TableSpec{Database: "db", Table: "orders", BucketCount: buckets, Options: opts,
-		Columns:    []*setatspb.Column{{Name: "id", Type: "INT"}, {Name: "v", Type: "STRING"}},
-		PrimaryKey: []string{"id"}}
+		Columns: cols, PrimaryKey: []string{"id"}}
 	tbl, err := catalog.ResolveSpec(spec, catalog.Options{Warehouse: dir})
 	if err != nil {
 		return nil, err
@@ -241,21 +261,33 @@ func (h *harness) close() {
 	_ = h.st.Close()
 }
 
-// write parses "KIND(id,'v') ..." and writes it as one batch.
+// write parses "KIND(id,'v') ..." ("KIND(id) ..." on a table of id alone) and writes it as one
+// batch.
 func (h *harness) write(input string) (store.Commit, error) {
+	oneColumn := len(h.tbl.Columns) == 1
 	b := &row.Batch{Declared: []bool{true, true}}
+	if oneColumn {
+		b.Declared = []bool{true}
+	}
 	for _, item := range strings.Fields(input) {
 		kind, err := merge.ParseRowKindString(item[:2])
 		if err != nil {
 			return store.Commit{}, err
 		}
-		id, v, _ := strings.Cut(strings.TrimSuffix(item[3:], ")"), ",")
+		id, v, hasV := strings.Cut(strings.TrimSuffix(item[3:], ")"), ",")
+		if hasV == oneColumn {
+			return store.Commit{}, fmt.Errorf("row %q: want %d values", item, len(h.tbl.Columns))
+		}
 		n, err := strconv.Atoi(id)
 		if err != nil {
 			return store.Commit{}, err
 		}
 		b.Kinds = append(b.Kinds, kind)
-		b.Rows = append(b.Rows, merge.Row{int32(n), strings.Trim(v, "'")})
+		if oneColumn {
+			b.Rows = append(b.Rows, merge.Row{int32(n)})
+		} else {
+			b.Rows = append(b.Rows, merge.Row{int32(n), strings.Trim(v, "'")})
+		}
 	}
 	return h.st.Write(context.Background(), b)
 }
