@@ -532,9 +532,17 @@ public final class SystemRun {
         boolean counting = countTo >= 0;
         long lastRows = -1;
         long lastLog = System.nanoTime();
+        boolean profiling = false;
         while (true) {
+            if (counting && !profiling && st.firstNanos() != 0 && ReadProfile.enabled()) {
+                ReadProfile.start();
+                profiling = true;
+            }
             if (counting && st.rows() >= countTo) {
                 st.countDone(System.nanoTime());
+                if (profiling) {
+                    ReadProfile.stop();
+                }
                 return countTo;
             }
             if (!counting && st.doneNanos() != 0) {
